@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Adds PyTorch SDPA timings (cuDNN and FlashAttention-2 backends) to the rows written by
+`fmha bench --json`, measured in the same run on the same GPU, and writes the merged JSON,
+a Markdown table and a plot.
+
+usage: compare_sdpa.py OURS.json OUT.json [--md OUT.md] [--png OUT.png] [--iters N]
+"""
+import argparse
+import json
+import statistics
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+
+def time_ms(fn, iters):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def sdpa_ms(row, backend, iters):
+    """Median ms of SDPA on the row's shape (the dense equivalent for paged/varlen rows)."""
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(row["dtype"], torch.float16)
+    b, h, hk, lq, lk, d = row["batch"], row["heads"], row["kv_heads"], row["lq"], row["lk"], row["head_dim"]
+    q = torch.randn(b, h, lq, d, device="cuda", dtype=dtype)
+    k = torch.randn(b, hk, lk, d, device="cuda", dtype=dtype)
+    v = torch.randn(b, hk, lk, d, device="cuda", dtype=dtype)
+    causal = row["mask"] == "causal"
+    if causal and lq != lk:
+        return None  # SDPA's is_causal is top-left aligned; no like-for-like row
+    gqa = h != hk
+    try:
+        with sdpa_kernel([backend]):
+            fn = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+            fn()
+            return time_ms(fn, iters)
+    except RuntimeError as e:  # the backend does not take this shape
+        print(f"  {backend.name} cannot run {row['mode']} D={d} Lq={lq}: {str(e).splitlines()[0][:100]}")
+        return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("ours")
+    ap.add_argument("out")
+    ap.add_argument("--md")
+    ap.add_argument("--png")
+    ap.add_argument("--iters", type=int, default=20)
+    args = ap.parse_args()
+    rows = json.load(open(args.ours))
+    print(f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}")
+    for r in rows:
+        for key, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
+            ms = sdpa_ms(r, backend, args.iters) if r["dtype"] in ("fp16", "bf16") else None
+            r[f"{key}_ms"] = ms
+            r[f"{key}_tflops"] = (r["flops"] / (ms * 1e-3) / 1e12) if ms else None
+        r["ratio_vs_cudnn"] = (r["ours_tflops"] / r["cudnn_tflops"]) if r.get("cudnn_tflops") else None
+        r["ratio_vs_fa2"] = (r["ours_tflops"] / r["fa2_tflops"]) if r.get("fa2_tflops") else None
+        r["torch"] = torch.__version__
+        r["cudnn_version"] = torch.backends.cudnn.version()
+    json.dump(rows, open(args.out, "w"), indent=1)
+
+    fmt = lambda v: "-" if v is None else f"{v:.0f}"
+    fmt2 = lambda v: "-" if v is None else f"{v:.2f}"
+    lines = ["| mode | dtype | D | H/Hkv | B | Lq | Lk | mask | page | ours TFLOPS | cuDNN | FA2 | ours/cuDNN | ours/FA2 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['mode']} | {r['dtype']} | {r['head_dim']} | {r['heads']}/{r['kv_heads']} | {r['batch']} | "
+                     f"{r['lq']} | {r['lk']} | {r['mask']} | {r['page_size'] or '-'} | {fmt(r['ours_tflops'])} | "
+                     f"{fmt(r['cudnn_tflops'])} | {fmt(r['fa2_tflops'])} | {fmt2(r['ratio_vs_cudnn'])} | "
+                     f"{fmt2(r['ratio_vs_fa2'])} |")
+    table = "\n".join(lines)
+    print(table)
+    if args.md:
+        open(args.md, "w").write(table + "\n")
+    if args.png:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        dims = sorted({r["head_dim"] for r in rows if r["heads"] * r["head_dim"] == 2048 and r["batch"] * r["lq"] == 16384})
+        fig, axes = plt.subplots(2, len(dims), figsize=(4 * len(dims), 7), squeeze=False)
+        for col, d in enumerate(dims):
+            for row_i, mask in enumerate(("none", "causal")):
+                ax = axes[row_i][col]
+                sel = [r for r in rows if r["head_dim"] == d and r["mask"] == mask and r["heads"] * d == 2048
+                       and r["batch"] * r["lq"] == 16384 and r["page_size"] == 0]
+                sel.sort(key=lambda r: r["lq"])
+                xs = [r["lq"] for r in sel]
+                for key, label in (("ours_tflops", "ours"), ("cudnn_tflops", "cuDNN"), ("fa2_tflops", "FA2")):
+                    ys = [r.get(key) for r in sel]
+                    if any(y is not None for y in ys):
+                        ax.plot(xs, [y if y is not None else float("nan") for y in ys], marker="o", label=label)
+                ax.set_xscale("log", base=2)
+                ax.set_title(f"D={d}, mask={mask}")
+                ax.set_xlabel("sequence length")
+                ax.set_ylabel("TFLOPS")
+                ax.grid(True, alpha=0.3)
+                ax.legend()
+        fig.suptitle(f"FP16 attention forward, {torch.cuda.get_device_name()} (B*S=16k, H*D=2048)")
+        fig.tight_layout()
+        fig.savefig(args.png, dpi=90)
+
+
+if __name__ == "__main__":
+    main()

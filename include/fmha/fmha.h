@@ -1,0 +1,312 @@
+// Public C++ API: the attention runner (four modes), its argument structs, masks and errors.
+// Plain C++ with the CUDA runtime types only; no CUTLASS/CuTe here.
+#pragma once
+
+#include <climits>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "fmha/data_type.h"
+
+namespace fmha {
+
+// Mask families a kernel variant can apply (see docs/SEMANTICS.md).
+enum class MaskType : int32_t {
+    kCAUSAL = 0,          // bottom-right aligned causal
+    kSLIDING_CAUSAL = 1,  // causal plus a sliding window
+    kNON_CAUSAL = 2,      // every valid key
+    kBIDIRECTIONAL = 3,   // causal/window united with per-row bidirectional blocks
+};
+
+enum class Mode : int32_t { kLlm = 0, kPaged = 1, kPagedRagged = 2, kVit = 3 };
+
+char const* modeName(Mode m);
+
+// The reason of the last failed call on this thread; "" after a call that succeeded.
+char const* lastError();
+
+// Optional sink for every error message (any thread). Pass nullptr to remove it.
+using LogCallback = void (*)(char const* message, void* user);
+void setLogCallback(LogCallback callback, void* user);
+
+// Mode 1: batched Q [B, S_q, Hq, D] over a contiguous KV cache [B, 2, Hkv, Cap, D].
+struct LlmArgs {
+    void const* q = nullptr;
+    void const* kv = nullptr;
+    void* o = nullptr;
+    int32_t const* cuKVSeqLens = nullptr;  // [B+1]
+    cudaStream_t stream = nullptr;
+    float attentionScale = 0.0F;
+    int32_t slidingWindowSize = INT_MAX;
+    DataType inputType = DataType::kHALF;  // kHALF, kBF16 or kFP8
+    float qScale = 1.0F;
+    float kScale = 1.0F;
+    float vScale = 1.0F;
+    float skipSoftmaxScaleFactor = 0.0F;
+    float* lse = nullptr;  // optional float32 [B, Hq, S_q], natural log
+};
+
+// Mode 2: batched Q over a paged NHD pool [numPages, tokensPerPage, Hkv, D].
+struct PagedArgs {
+    void const* q = nullptr;
+    void const* pool = nullptr;
+    int32_t const* pageList = nullptr;  // [B, 2, maxPagesPerSeq]: K pages then V pages
+    void* o = nullptr;
+    int32_t const* cuKVSeqLens = nullptr;
+    int32_t numPages = 0;
+    int32_t maxPagesPerSeq = 0;
+    int32_t tokensPerPage = 0;
+    cudaStream_t stream = nullptr;
+    float attentionScale = 0.0F;
+    int32_t slidingWindowSize = INT_MAX;
+    DataType inputType = DataType::kHALF;
+    float qScale = 1.0F;
+    float kScale = 1.0F;
+    float vScale = 1.0F;
+    bool isCausal = true;
+    float skipSoftmaxScaleFactor = 0.0F;
+    int32_t const* bidirectionalBlockBegin = nullptr;  // [B, S_q], inclusive, -1 = none
+    int32_t const* bidirectionalBlockEnd = nullptr;
+    float* lse = nullptr;  // optional float32 [B, Hq, S_q]
+};
+
+// Mode 3: packed ragged Q [totalQSeqLen, Hq, D] over a paged pool; causal or sliding-causal.
+struct PagedRaggedArgs {
+    void const* q = nullptr;
+    void const* pool = nullptr;
+    int32_t const* pageList = nullptr;
+    void* o = nullptr;
+    int32_t const* cuQSeqLens = nullptr;
+    int32_t const* cuKVSeqLens = nullptr;
+    int32_t totalQSeqLen = 0;
+    int32_t maxQSeqLen = 0;
+    int32_t numFlatPages = 0;
+    int32_t maxPagesPerSeq = 0;
+    int32_t tokensPerPage = 0;
+    cudaStream_t stream = nullptr;
+    float attentionScale = 0.0F;
+    int32_t slidingWindowSize = INT_MAX;
+    DataType inputType = DataType::kHALF;
+    float qScale = 1.0F;
+    float kScale = 1.0F;
+    float vScale = 1.0F;
+    float* lse = nullptr;  // optional float32 [Hq, totalQSeqLen]
+};
+
+// Mode 4: packed varlen Q, K, V, O [totalSeqLen, H, D]; every token sees its whole sequence.
+struct VitArgs {
+    void const* q = nullptr;
+    void const* k = nullptr;
+    void const* v = nullptr;
+    void* o = nullptr;
+    int32_t const* cuSeqLens = nullptr;
+    int32_t totalSeqLen = 0;
+    int32_t maxSeqLen = 0;
+    int32_t batchSize = 0;
+    cudaStream_t stream = nullptr;
+    float attentionScale = 0.0F;
+    DataType inputType = DataType::kHALF;
+    float qScale = 1.0F;
+    float kScale = 1.0F;
+    float vScale = 1.0F;
+    float* lse = nullptr;  // optional float32 [H, totalSeqLen]
+};
+
+class FmhaRunner {
+public:
+    FmhaRunner(int32_t numQHeads, int32_t numKVHeads, int32_t headDim, int32_t batchSize = 0,
+               int32_t seqLenQ = 0, int32_t kvCacheCapacity = 0);
+    ~FmhaRunner() = default;
+    FmhaRunner(FmhaRunner const&) = delete;
+    FmhaRunner& operator=(FmhaRunner const&) = delete;
+
+    // ---- The original runner's API (same names, parameter order and defaults). ----
+    bool preflightLlm(cudaStream_t stream, int32_t slidingWindowSize = INT_MAX, bool fp8Input = false,
+                      float skipSoftmaxScaleFactor = 0.0F) {
+        LlmArgs a;
+        a.stream = stream;
+        a.slidingWindowSize = slidingWindowSize;
+        a.inputType = fp8Input ? DataType::kFP8 : DataType::kHALF;
+        a.skipSoftmaxScaleFactor = skipSoftmaxScaleFactor;
+        return preflight(a);
+    }
+
+    bool preflightPaged(cudaStream_t stream, int32_t slidingWindowSize = INT_MAX, bool fp8Input = false,
+                        bool isCausal = true, float skipSoftmaxScaleFactor = 0.0F, bool useBidirectional = false) {
+        PagedArgs a;
+        a.stream = stream;
+        a.slidingWindowSize = slidingWindowSize;
+        a.inputType = fp8Input ? DataType::kFP8 : DataType::kHALF;
+        a.isCausal = isCausal;
+        a.skipSoftmaxScaleFactor = skipSoftmaxScaleFactor;
+        return preflight(a, useBidirectional);
+    }
+
+    bool preflightPagedRagged(cudaStream_t stream, int32_t slidingWindowSize = INT_MAX,
+                              ApiDataType inputDataType = ApiDataType::kHALF) {
+        PagedRaggedArgs a;
+        a.stream = stream;
+        a.slidingWindowSize = slidingWindowSize;
+        a.inputType = toDataType(inputDataType);
+        return preflight(a);
+    }
+
+    bool preflightViT(cudaStream_t stream) {
+        VitArgs a;
+        a.stream = stream;
+        return preflight(a);
+    }
+
+    bool run(void const* qPtr, void const* kvPtr, void* oPtr, int32_t const* cuKVSeqLens, cudaStream_t stream,
+             float attentionScale, int32_t slidingWindowSize = INT_MAX, bool fp8Input = false, float qScale = 1.0F,
+             float kScale = 1.0F, float vScale = 1.0F, float skipSoftmaxScaleFactor = 0.0F) {
+        LlmArgs a;
+        a.q = qPtr;
+        a.kv = kvPtr;
+        a.o = oPtr;
+        a.cuKVSeqLens = cuKVSeqLens;
+        a.stream = stream;
+        a.attentionScale = attentionScale;
+        a.slidingWindowSize = slidingWindowSize;
+        a.inputType = fp8Input ? DataType::kFP8 : DataType::kHALF;
+        a.qScale = qScale;
+        a.kScale = kScale;
+        a.vScale = vScale;
+        a.skipSoftmaxScaleFactor = skipSoftmaxScaleFactor;
+        return run(a);
+    }
+
+    bool runPaged(void const* qPtr, void const* pagedKVPoolPtr, int32_t const* kvCachePageList, void* oPtr,
+                  int32_t const* cuKVSeqLens, int32_t numPages, int32_t maxPagesPerSeq, int32_t tokensPerPage,
+                  ApiDataType kvDataType, cudaStream_t stream, float attentionScale,
+                  int32_t slidingWindowSize = INT_MAX, bool fp8Input = false, float qScale = 1.0F,
+                  float kScale = 1.0F, float vScale = 1.0F, bool isCausal = true,
+                  float skipSoftmaxScaleFactor = 0.0F, int32_t const* bidirectionalBlockBegin = nullptr,
+                  int32_t const* bidirectionalBlockEnd = nullptr) {
+        PagedArgs a;
+        a.q = qPtr;
+        a.pool = pagedKVPoolPtr;
+        a.pageList = kvCachePageList;
+        a.o = oPtr;
+        a.cuKVSeqLens = cuKVSeqLens;
+        a.numPages = numPages;
+        a.maxPagesPerSeq = maxPagesPerSeq;
+        a.tokensPerPage = tokensPerPage;
+        a.stream = stream;
+        a.attentionScale = attentionScale;
+        a.slidingWindowSize = slidingWindowSize;
+        a.inputType = fp8Input ? DataType::kFP8 : DataType::kHALF;
+        a.qScale = qScale;
+        a.kScale = kScale;
+        a.vScale = vScale;
+        a.isCausal = isCausal;
+        a.skipSoftmaxScaleFactor = skipSoftmaxScaleFactor;
+        a.bidirectionalBlockBegin = bidirectionalBlockBegin;
+        a.bidirectionalBlockEnd = bidirectionalBlockEnd;
+        return runPaged(a, toDataType(kvDataType));
+    }
+
+    bool runPagedRagged(void const* qPtr, void const* pagedKVPoolPtr, int32_t const* kvCachePageList, void* oPtr,
+                        int32_t const* cuQSeqLens, int32_t const* cuKVSeqLens, int32_t totalQSeqLen,
+                        int32_t maxQSeqLen, int32_t numFlatPages, int32_t maxPagesPerSeq, int32_t tokensPerPage,
+                        cudaStream_t stream, float attentionScale, int32_t slidingWindowSize = INT_MAX,
+                        ApiDataType inputDataType = ApiDataType::kHALF, float qScale = 1.0F, float kScale = 1.0F,
+                        float vScale = 1.0F) {
+        PagedRaggedArgs a;
+        a.q = qPtr;
+        a.pool = pagedKVPoolPtr;
+        a.pageList = kvCachePageList;
+        a.o = oPtr;
+        a.cuQSeqLens = cuQSeqLens;
+        a.cuKVSeqLens = cuKVSeqLens;
+        a.totalQSeqLen = totalQSeqLen;
+        a.maxQSeqLen = maxQSeqLen;
+        a.numFlatPages = numFlatPages;
+        a.maxPagesPerSeq = maxPagesPerSeq;
+        a.tokensPerPage = tokensPerPage;
+        a.stream = stream;
+        a.attentionScale = attentionScale;
+        a.slidingWindowSize = slidingWindowSize;
+        a.inputType = toDataType(inputDataType);
+        a.qScale = qScale;
+        a.kScale = kScale;
+        a.vScale = vScale;
+        return run(a);
+    }
+
+    bool run(void const* qPtr, void const* kPtr, void const* vPtr, void* oPtr, int32_t const* cuSeqLens,
+             int32_t totalSeqLen, int32_t maxSeqLen, int32_t batchSize, cudaStream_t stream, float attentionScale,
+             bool fp8Input = false, float qScale = 1.0F, float kScale = 1.0F, float vScale = 1.0F) {
+        VitArgs a;
+        a.q = qPtr;
+        a.k = kPtr;
+        a.v = vPtr;
+        a.o = oPtr;
+        a.cuSeqLens = cuSeqLens;
+        a.totalSeqLen = totalSeqLen;
+        a.maxSeqLen = maxSeqLen;
+        a.batchSize = batchSize;
+        a.stream = stream;
+        a.attentionScale = attentionScale;
+        a.inputType = fp8Input ? DataType::kFP8 : DataType::kHALF;
+        a.qScale = qScale;
+        a.kScale = kScale;
+        a.vScale = vScale;
+        return run(a);
+    }
+
+    // LLM mode, FP16 input, on SM version smVersion (major*10+minor).
+    static bool canImplement(int32_t headSize, int32_t smVersion) {
+        return canImplementMode(Mode::kLlm, DataType::kHALF, headSize, smVersion);
+    }
+    static bool canImplementPagedRagged(int32_t numQHeads, int32_t numKVHeads, int32_t headSize, int32_t smVersion,
+                                        ApiDataType inputDataType, MaskType maskType) {
+        return canImplementPagedRaggedImpl(numQHeads, numKVHeads, headSize, smVersion, toDataType(inputDataType),
+                                           maskType);
+    }
+    static bool canImplementViT(int32_t headSize, int32_t smVersion) {
+        return canImplementMode(Mode::kVit, DataType::kHALF, headSize, smVersion);
+    }
+
+    // ---- Extensions: every option (BF16 input, LSE output) through one struct per mode. ----
+    bool run(LlmArgs const& args);
+    bool runPaged(PagedArgs const& args) { return runPaged(args, args.inputType); }
+    bool run(PagedRaggedArgs const& args);
+    bool run(VitArgs const& args);
+    bool preflight(LlmArgs const& variant);
+    bool preflight(PagedArgs const& variant, bool useBidirectional);
+    bool preflight(PagedRaggedArgs const& variant);
+    bool preflight(VitArgs const& variant);
+
+    // Whether this build has a kernel for (mode, dtype, head dim) on SM version smVersion.
+    static bool canImplementMode(Mode mode, DataType inputType, int32_t headSize, int32_t smVersion);
+    static bool canImplementPagedRaggedImpl(int32_t numQHeads, int32_t numKVHeads, int32_t headSize,
+                                            int32_t smVersion, DataType inputType, MaskType maskType);
+    // Page sizes the paged modes accept: powers of two in [kMinPageSize, kMaxPageSize].
+    static constexpr int32_t kMinPageSize = 16;
+    static constexpr int32_t kMaxPageSize = 256;
+
+    int32_t numQHeads() const { return mNumQHeads; }
+    int32_t numKVHeads() const { return mNumKVHeads; }
+    int32_t headDim() const { return mHeadDim; }
+    int32_t batchSize() const { return mBatchSize; }
+    int32_t seqLenQ() const { return mSeqLenQ; }
+    int32_t kvCacheCapacity() const { return mKvCacheCapacity; }
+
+private:
+    bool runPaged(PagedArgs const& args, DataType kvDataType);
+
+    int32_t mNumQHeads;
+    int32_t mNumKVHeads;
+    int32_t mHeadDim;
+    int32_t mBatchSize;
+    int32_t mSeqLenQ;
+    int32_t mKvCacheCapacity;
+};
+
+}  // namespace fmha
+
+// The original's names.
+using CuteDslFMHARunner = fmha::FmhaRunner;
+using CuteDslFMHAMaskType = fmha::MaskType;

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine over binaries built elsewhere: GPU tests, compute-sanitizer,
+# `fmha run`, and the benchmark with the cuDNN/FA2 comparison. Logs go to $OUT (or ./out).
+# usage: device_check.sh BIN_DIR [tests] [memcheck] [racecheck] [run] [bench] [quickbench]
+set -u
+bin=${1:?binary folder}
+shift
+out=${OUT:-out}
+mkdir -p "$out"
+commit=$(cat "$bin/COMMIT" 2>/dev/null || echo unknown)
+status=0
+step() { echo "== $*"; }
+for what in "$@"; do
+  case $what in
+    tests)
+      step "GPU tests"
+      nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/smi.txt"
+      "$bin/fmha" info | tee "$out/info.txt"
+      "$bin/fmha_gpu_tests" --gtest_brief=1 > "$out/gpu_tests.log" 2>&1 || status=1
+      grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED|tests ran|test seed" "$out/gpu_tests.log" | head -40
+      ;;
+    memcheck)
+      step "compute-sanitizer memcheck, whole GPU suite"
+      compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 \
+        > "$out/memcheck.log" 2>&1 || status=1
+      grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/memcheck.log" | tail -5
+      ;;
+    racecheck)
+      step "compute-sanitizer racecheck, subset"
+      compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 \
+        --gtest_filter='*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*ragged_fp8_d256_window*:*vit_fp16_d80*:*paged_fp16_d512_causal*:*llm_long_fp16_d64*:SkipSoftmax.*' \
+        > "$out/racecheck.log" 2>&1 || status=1
+      grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/racecheck.log" | tail -5
+      ;;
+    run)
+      step "fmha run --device gpu --mode all"
+      "$bin/fmha" run --device gpu --mode all 2>&1 | tee "$out/run.log" || status=1
+      for t in bf16 fp8; do "$bin/fmha" run --device gpu --mode all --dtype $t 2>&1 | tee -a "$out/run.log" || status=1; done
+      ;;
+    bench|quickbench)
+      step "benchmark"
+      flag=""; [ "$what" = quickbench ] && flag="--quick"
+      "$bin/fmha" bench $flag --commit "$commit" --json "$out/ours.json" | tee "$out/bench.log" || status=1
+      python3 bench/compare_sdpa.py "$out/ours.json" "$out/bench.json" --md "$out/bench.md" --png "$out/bench.png" \
+        2>&1 | tee -a "$out/bench.log" || status=1
+      ;;
+    *) echo "unknown step $what"; status=2 ;;
+  esac
+done
+exit $status

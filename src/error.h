@@ -1,0 +1,12 @@
+// Error reporting shared by the runner and the C API: thread-local last error plus an optional callback.
+#pragma once
+
+#include <string>
+
+namespace fmha::detail {
+
+// Records msg as this thread's last error, sends it to the log callback, returns false.
+bool fail(std::string const& msg);
+void clearError();
+
+}  // namespace fmha::detail

@@ -1,0 +1,59 @@
+// Where KV row j of one sequence and KV head lives in device memory: batch/row strided
+// (contiguous cache, packed varlen) or through the page table (NHD pool). Returns null for
+// a page id outside the pool: such rows are read as zeros, never dereferenced.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/seqlen.cuh"
+#include "params.h"
+
+namespace fmha {
+
+template <KvAddressing kKv, int kElemBytes>
+struct KvAddress;
+
+template <int kElemBytes>
+struct KvAddress<KvAddressing::kStrided, kElemBytes> {
+    char const* kBase;
+    char const* vBase;
+    int64_t rowStrideBytes;
+
+    __device__ KvAddress(FmhaParams const& p, SeqInfo const& s, int32_t b, int32_t hkv) {
+        int64_t const off = (static_cast<int64_t>(b) * p.kvBatchStride + s.kvBegin * p.kvRowStride +
+                             static_cast<int64_t>(hkv) * p.kvHeadStride) * kElemBytes;
+        kBase = static_cast<char const*>(p.k) + off;
+        vBase = static_cast<char const*>(p.v) + off;
+        rowStrideBytes = p.kvRowStride * kElemBytes;
+    }
+    __device__ char const* row(bool isV, int32_t j) const { return (isV ? vBase : kBase) + j * rowStrideBytes; }
+};
+
+template <int kElemBytes>
+struct KvAddress<KvAddressing::kPaged, kElemBytes> {
+    char const* pool;
+    int32_t const* kPages;
+    int32_t const* vPages;
+    int64_t tokenStrideBytes;  // numKVHeads * headDim elements
+    int64_t headOffsetBytes;
+    int32_t pageLog2;
+    int32_t numPages;
+
+    __device__ KvAddress(FmhaParams const& p, SeqInfo const&, int32_t b, int32_t hkv) {
+        pool = static_cast<char const*>(p.k);
+        kPages = p.pageTable + static_cast<int64_t>(b) * 2 * p.maxPagesPerSeq;
+        vPages = kPages + p.maxPagesPerSeq;
+        tokenStrideBytes = static_cast<int64_t>(p.numKVHeads) * p.headDim * kElemBytes;
+        headOffsetBytes = static_cast<int64_t>(hkv) * p.headDim * kElemBytes;
+        pageLog2 = p.pageSizeLog2;
+        numPages = p.numPages;
+    }
+    __device__ char const* row(bool isV, int32_t j) const {
+        int32_t const page = (isV ? vPages : kPages)[j >> pageLog2];
+        if (page < 0 || page >= numPages) return nullptr;
+        int64_t const token = (static_cast<int64_t>(page) << pageLog2) + (j & ((1 << pageLog2) - 1));
+        return pool + token * tokenStrideBytes + headOffsetBytes;
+    }
+};
+
+}  // namespace fmha

@@ -1,0 +1,100 @@
+// Mask policy shared by the kernel families: which KV tiles a block of query rows visits,
+// which of them need element masking, and the per-element predicate.
+//
+// Causal masks are bottom-right aligned: with off = Lk - Lq, row i may see key j iff
+// j <= i + off; a window W additionally requires j >= i + off - W. Bidirectional blocks
+// add, per row, the keys [begin, end] on top of that (union), so those tiles are all masked.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/seqlen.cuh"
+#include "params.h"
+
+namespace fmha {
+
+template <int kBlockN>
+struct MaskPolicy {
+    int64_t off;
+    int64_t window;  // INT32_MAX: none
+    int32_t lk;
+    bool causal;
+    bool hasBidir;
+    int32_t const* bidirBegin;  // row pointers of this sequence, or null
+    int32_t const* bidirEnd;
+
+    int32_t nBlockMin;         // first tile visited
+    int32_t nBlockMax;         // one past the last tile visited
+    int32_t nUnmaskedHiEnd;    // tiles >= this need masking (causal diagonal, ragged end)
+    int32_t nUnmaskedLoBegin;  // tiles < this need masking (window)
+
+    // Rows [m0, m1) of the sequence; bidirLo/bidirHi: the union of the rows' blocks
+    // (lo > hi when none).
+    __device__ MaskPolicy(FmhaParams const& p, SeqInfo const& s, int32_t b, int32_t m0, int32_t m1,
+                          int64_t bidirLo, int64_t bidirHi) {
+        off = s.offset();
+        window = p.window;
+        lk = s.lk;
+        causal = p.causal;
+        hasBidir = p.bidirBegin != nullptr;
+        bidirBegin = hasBidir ? p.bidirBegin + static_cast<int64_t>(b) * p.seqLenQ : nullptr;
+        bidirEnd = hasBidir ? p.bidirEnd + static_cast<int64_t>(b) * p.seqLenQ : nullptr;
+        int64_t lo = 0, hi = lk;  // keys [lo, hi) some row of the block may see
+        int64_t fullHi = lk;      // keys below this are visible to every row (causal part)
+        int64_t fullLo = 0;       // keys at or above this are visible to every row (window part)
+        if (causal) {
+            hi = min(hi, static_cast<int64_t>(m1) - 1 + off + 1);
+            fullHi = min(fullHi, static_cast<int64_t>(m0) + off + 1);
+            if (window != INT32_MAX) {
+                lo = max(lo, static_cast<int64_t>(m0) + off - window);
+                fullLo = max(fullLo, static_cast<int64_t>(m1) - 1 + off - window);
+            }
+        }
+        if (bidirLo <= bidirHi) {
+            lo = min(lo, max(bidirLo, int64_t{0}));
+            hi = max(hi, min(bidirHi + 1, static_cast<int64_t>(lk)));
+        }
+        if (hi <= lo) {
+            nBlockMin = nBlockMax = 0;
+        } else {
+            nBlockMin = static_cast<int32_t>(lo / kBlockN);
+            nBlockMax = static_cast<int32_t>((hi + kBlockN - 1) / kBlockN);
+        }
+        nUnmaskedHiEnd = fullHi <= 0 ? 0 : static_cast<int32_t>(fullHi / kBlockN);
+        nUnmaskedLoBegin = static_cast<int32_t>((fullLo + kBlockN - 1) / kBlockN);
+        if (hasBidir) nUnmaskedHiEnd = 0;
+    }
+
+    __device__ bool empty() const { return nBlockMax <= nBlockMin; }
+    __device__ bool tileNeedsMask(int32_t n) const { return n >= nUnmaskedHiEnd || n < nUnmaskedLoBegin; }
+
+    // Row-constant part of the predicate, computed once per row and tile.
+    struct Row {
+        int64_t lo, hi;     // causal/window keys [lo, hi]
+        int64_t bLo, bHi;   // bidirectional keys [bLo, bHi] (bLo > bHi: none)
+    };
+    __device__ Row row(int32_t i) const {
+        Row r;
+        r.lo = 0;
+        r.hi = static_cast<int64_t>(lk) - 1;
+        if (causal) {
+            r.hi = min(r.hi, i + off);
+            if (window != INT32_MAX) r.lo = i + off - window;
+        }
+        r.bLo = 1;
+        r.bHi = 0;
+        if (hasBidir) {
+            int32_t const bb = bidirBegin[i], be = bidirEnd[i];
+            if (bb >= 0) {
+                r.bLo = bb;
+                r.bHi = min(static_cast<int64_t>(be), static_cast<int64_t>(lk) - 1);
+            }
+        }
+        return r;
+    }
+    __device__ static bool allowed(Row const& r, int64_t j) {
+        return (j >= r.lo && j <= r.hi) || (j >= r.bLo && j <= r.bHi);
+    }
+};
+
+}  // namespace fmha

@@ -1,0 +1,85 @@
+// Online softmax over accumulator fragments: kRows rows per thread, each row spread over
+// the 4 lanes of a quad (the mma.sync and wgmma accumulator layouts both do this).
+// Scores are raw Q.K; exponentials are exp2((s - max) * scaleLog2) with the scale folded in.
+#pragma once
+
+#include <cmath>
+
+namespace fmha {
+
+template <int kRows>
+struct OnlineSoftmax {
+    float rowMax[kRows];
+    float rowSum[kRows];  // per-thread partial sums; reduced across the quad in finalize()
+
+    __device__ void init() {
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+            rowMax[r] = -INFINITY;
+            rowSum[r] = 0.0F;
+        }
+    }
+
+    __device__ static float quadMax(float v) {
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+        return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+    }
+    __device__ static float quadSum(float v) {
+        v += __shfl_xor_sync(0xffffffffu, v, 1);
+        return v + __shfl_xor_sync(0xffffffffu, v, 2);
+    }
+
+    // The tile's row maxima (quad-reduced); -inf where a row has no allowed key.
+    template <int kCols>
+    __device__ static void tileMax(float const (&s)[kRows][kCols], float (&m)[kRows]) {
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+            float v = -INFINITY;
+#pragma unroll
+            for (int c = 0; c < kCols; ++c) v = fmaxf(v, s[r][c]);
+            m[r] = quadMax(v);
+        }
+    }
+
+    // Skip-softmax test for one row: its tile max is below the running max by more than
+    // log2(lambda) in base-2 units. NaN (both -inf) compares false: never skipped.
+    __device__ bool rowNegligible(int r, float tileRowMax, float scaleLog2, float thresholdLog2) const {
+        return (tileRowMax - rowMax[r]) * scaleLog2 < thresholdLog2;
+    }
+
+    // Turns s into unnormalised probabilities and returns, per row, the factor the running
+    // output must be multiplied by.
+    template <int kCols>
+    __device__ void update(float (&s)[kRows][kCols], float const (&tileRowMax)[kRows], float scaleLog2,
+                           float (&rescale)[kRows]) {
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+            float const mNew = fmaxf(rowMax[r], tileRowMax[r]);
+            // A row that has seen no key yet keeps max -inf; use 0 so that -inf - -inf never appears.
+            float const mRef = mNew == -INFINITY ? 0.0F : mNew * scaleLog2;
+            rescale[r] = rowMax[r] == -INFINITY ? 0.0F : exp2f(rowMax[r] * scaleLog2 - mRef);
+            rowMax[r] = mNew;
+            float sum = 0.0F;
+#pragma unroll
+            for (int c = 0; c < kCols; ++c) {
+                s[r][c] = exp2f(fmaf(s[r][c], scaleLog2, -mRef));
+                sum += s[r][c];
+            }
+            rowSum[r] = rowSum[r] * rescale[r] + sum;
+        }
+    }
+
+    // Final row sums across the quad; returns 1/sum (0 for a row with no key) and the LSE
+    // in natural log units (-inf for a row with no key).
+    __device__ void finalize(float scale, float (&invSum)[kRows], float (&lse)[kRows]) {
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+            float const sum = quadSum(rowSum[r]);
+            bool const none = sum == 0.0F || rowMax[r] == -INFINITY;
+            invSum[r] = none ? 0.0F : 1.0F / sum;
+            lse[r] = none ? -INFINITY : rowMax[r] * scale + logf(sum);
+        }
+    }
+};
+
+}  // namespace fmha

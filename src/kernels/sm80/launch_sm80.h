@@ -1,0 +1,19 @@
+// Host-side face of one portable kernel instance; defined in launch_sm80.cuh and explicitly
+// instantiated, one instance per generated file under inst/.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "params.h"
+
+namespace fmha::sm80 {
+
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
+struct KernelSm80 {
+    static cudaError_t launch(FmhaParams const& params, cudaStream_t stream);
+    static cudaError_t prepare();  // raise the dynamic shared-memory limit on the current device
+    static cudaError_t probe();    // cudaSuccess iff the binary holds code for the current device
+    static int smemBytes();
+};
+
+}  // namespace fmha::sm80

@@ -1,0 +1,35 @@
+// Tile configuration of the portable (mma.sync) family, one constexpr place for every choice.
+#pragma once
+
+namespace fmha::sm80 {
+
+// Head dims are padded inside the kernel to a multiple of 16 (the MMA K step); the
+// caller's layout stays unpadded (72 runs in the 80 instance, its last 8 columns zero).
+constexpr int paddedHeadDim(int d) { return d <= 64 ? 64 : d <= 80 ? 80 : d <= 96 ? 96 : d <= 128 ? 128 : d <= 256 ? 256 : 512; }
+
+template <int kHeadDim>
+struct TileSm80 {
+    static_assert(kHeadDim % 16 == 0, "padded head dim");
+    // Output columns one CTA owns. 16 rows x 256 columns of FP32 accumulators are 128
+    // registers a thread; 512 would not fit, so D=512 splits the output over two CTAs
+    // (each recomputes Q.K^T, the price of staying spill-free).
+    static constexpr int kHeadDimV = kHeadDim > 256 ? 256 : kHeadDim;
+    static constexpr int kVSplits = kHeadDim / kHeadDimV;
+    // One warp owns 16 query rows. Up to D=128 eight warps share each K/V tile (more reuse
+    // of the smem tile per load); beyond, four warps keep smem per CTA under ~120 KB.
+    static constexpr int kNWarps = kHeadDim <= 128 ? 8 : 4;
+    static constexpr int kNThreads = kNWarps * 32;
+    static constexpr int kBlockM = 16 * kNWarps;
+    // D=512: 32-key tiles keep Q (66 KB) + K (33 KB) + V (17 KB) within one SM's 227 KB.
+    static constexpr int kBlockN = kHeadDim > 256 ? 32 : 64;
+    // Rows padded by 16 bytes: an odd number of 16-byte chunks per row makes the 8 row
+    // addresses of each ldmatrix fall in 8 different bank groups (no conflicts, no swizzle).
+    static constexpr int kStrideQK = kHeadDim + 8;
+    static constexpr int kStrideV = kHeadDimV + 8;
+    static constexpr int kSmemQ = kBlockM * kStrideQK;  // elements
+    static constexpr int kSmemK = kBlockN * kStrideQK;
+    static constexpr int kSmemV = kBlockN * kStrideV;
+    static constexpr int kSmemBytes = (kSmemQ + kSmemK + kSmemV) * 2 + 2 * 16;  // + bidir bounds
+};
+
+}  // namespace fmha::sm80

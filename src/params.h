@@ -1,0 +1,74 @@
+// The one parameter struct that flows from the runner to every kernel: raw pointers,
+// int64 strides and lengths. Plain C++ (no CUDA types) so host code and kernels share it.
+#pragma once
+
+#include <cstdint>
+
+namespace fmha {
+
+enum class KvAddressing : int32_t {
+    kStrided = 0,  // K/V rows at base + row * kvRowStride + head * kvHeadStride (+ per-sequence offset)
+    kPaged = 1,    // K/V rows through the page table into an NHD pool
+};
+
+// Element type of Q/K/V in device memory. Output is FP16 for kFp16/kFp8, BF16 for kBf16.
+enum class ElementKind : int32_t { kFp16 = 0, kBf16 = 1, kFp8 = 2 };
+
+struct FmhaParams {
+    ElementKind element = ElementKind::kFp16;
+    KvAddressing kvAddressing = KvAddressing::kStrided;
+    int32_t headDim = 0;
+    int32_t numQHeads = 0;
+    int32_t numKVHeads = 0;
+    int32_t headGroup = 1;  // numQHeads / numKVHeads
+    int32_t batch = 0;
+
+    // Q and O: row r of head h starts at (r * numQHeads + h) * headDim (packed rows).
+    void const* q = nullptr;
+    void* o = nullptr;
+    // Sequence b owns Q rows [b * seqLenQ, +seqLenQ) when cuQ is null, else [cuQ[b], cuQ[b+1])
+    // clamped to [0, totalQ).
+    int32_t seqLenQ = 0;
+    int32_t const* cuQ = nullptr;
+    int32_t totalQ = 0;
+    int32_t maxSeqLenQ = 0;  // grid extent in query rows
+
+    // LSE (float32, natural log): index = b * lseBatchStride + h * lseHeadStride + rowIndex,
+    // rowIndex relative to the sequence (batched) or to the packed buffer (packed).
+    float* lse = nullptr;
+    int64_t lseBatchStride = 0;
+    int64_t lseHeadStride = 0;
+    bool lsePacked = false;  // row index is the packed Q row
+
+    // KV lengths: Lk[b] = cuKV[b+1] - cuKV[b], clamped to [0, maxKvLen].
+    int32_t const* cuKV = nullptr;
+    int32_t maxKvLen = 0;
+    // Strided KV (LLM, ViT). Row j of sequence b, head h of K at
+    //   k + b * kvBatchStride + (kvRowsFromCu ? cuKV[b] * kvRowStride : 0) + j * kvRowStride + h * kvHeadStride
+    void const* k = nullptr;
+    void const* v = nullptr;
+    int64_t kvBatchStride = 0;
+    int64_t kvRowStride = 0;
+    int64_t kvHeadStride = 0;
+    bool kvRowsFromCu = false;
+    // Paged KV: pool [numPages, pageSize, numKVHeads, headDim]; table [B, 2, maxPagesPerSeq].
+    // Page ids outside [0, numPages) are never dereferenced: their keys count as masked.
+    int32_t const* pageTable = nullptr;
+    int32_t numPages = 0;
+    int32_t maxPagesPerSeq = 0;
+    int32_t pageSizeLog2 = 0;
+
+    // Mask (docs/SEMANTICS.md): causal bottom-right, window, bidirectional blocks.
+    bool causal = true;
+    int32_t window = INT32_MAX;  // INT32_MAX: disabled
+    int32_t const* bidirBegin = nullptr;  // [B, seqLenQ]
+    int32_t const* bidirEnd = nullptr;
+
+    // Softmax: scores * scaleLog2 are exponentiated in base 2 (scale includes qScale*kScale).
+    float scaleLog2 = 0.0F;
+    float scale = 0.0F;     // natural-log scale, for LSE
+    float outScale = 1.0F;  // vScale for FP8, else 1
+    float skipFactor = 0.0F;  // skip-softmax S (0: off); lambda = S / Lk per sequence
+};
+
+}  // namespace fmha

@@ -1,0 +1,209 @@
+// GPU tests: every kernel variant against the CPU reference on the shared test matrix and
+// edge cases (poisoned outputs, NaN in unused cache slots and pages), plus skip-softmax,
+// ragged holes and capture. They skip with a message where there is no GPU.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include <cuda_runtime_api.h>
+
+#include "cases.h"
+#include "problems.h"
+
+namespace fmha::testing {
+namespace {
+
+uint64_t runSeed() {
+    static uint64_t const seed = [] {
+        char const* env = std::getenv("FMHA_TEST_SEED");
+        uint64_t s = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+        std::printf("[fmha] test seed %llu (set FMHA_TEST_SEED to repeat)\n", static_cast<unsigned long long>(s));
+        return s;
+    }();
+    return seed;
+}
+
+#define FMHA_REQUIRE_GPU()                                            \
+    do {                                                              \
+        std::string why_;                                             \
+        if (!harness::gpuAvailable(&why_)) GTEST_SKIP() << why_;      \
+    } while (0)
+
+// Runs spec on the GPU and checks it against the reference; returns the GPU output.
+harness::GpuResult checkAgainstReference(harness::ProblemSpec spec, double extraBound = 0.0) {
+    spec.seed ^= runSeed();
+    harness::HostProblem const p = harness::makeProblem(spec);
+    harness::GpuResult gpu;
+    std::string err;
+    EXPECT_TRUE(harness::runGpu(p, &gpu, &err)) << err;
+    if (!err.empty()) return gpu;
+    ref::Options exactOpt, lowpOpt;
+    lowpOpt.roundP = true;
+    ref::Result exact, lowp;
+    EXPECT_TRUE(harness::runReference(p, exactOpt, &exact, &err)) << err;
+    EXPECT_TRUE(harness::runReference(p, lowpOpt, &lowp, &err)) << err;
+    harness::Verdict const v = harness::compare(p, gpu, exact, lowp, extraBound);
+    EXPECT_TRUE(v.pass) << p.describe() << " seed " << spec.seed << ": " << v.detail;
+    return gpu;
+}
+
+class KernelVsReference : public ::testing::TestWithParam<Case> {};
+
+TEST_P(KernelVsReference, Matches) {
+    FMHA_REQUIRE_GPU();
+    checkAgainstReference(GetParam().spec);
+}
+
+std::string caseName(::testing::TestParamInfo<Case> const& info) { return info.param.name; }
+
+INSTANTIATE_TEST_SUITE_P(Matrix, KernelVsReference, ::testing::ValuesIn(matrixCases(1.0)), caseName);
+INSTANTIATE_TEST_SUITE_P(Edge, KernelVsReference, ::testing::ValuesIn(edgeCases(1.0)), caseName);
+
+// Longer sequences for the multi-tile paths of the two tile configurations.
+std::vector<Case> longCases() {
+    std::vector<Case> v;
+    for (DataType t : {DataType::kHALF, DataType::kBF16, DataType::kFP8})
+        for (int d : {64, 128, 256}) {
+            Case c = edge("llm_long_" + dtypeTag(t) + "_d" + std::to_string(d), Mode::kLlm, d, {1100}, {2300}, 4, 1);
+            c.spec.dtype = t;
+            v.push_back(c);
+        }
+    Case w = edge("paged_long_window", Mode::kPaged, 128, {900}, {2000}, 8, 2);
+    w.spec.window = 500;
+    v.push_back(w);
+    return v;
+}
+INSTANTIATE_TEST_SUITE_P(Long, KernelVsReference, ::testing::ValuesIn(longCases()), caseName);
+
+harness::ProblemSpec skipSpec(Mode mode, float skip) {
+    Case c = edge("skip", mode, 128, {700, 700}, {2100, 1500}, 4, 2);
+    c.spec.valueRange = 3.0F;
+    c.spec.skip = skip;
+    c.spec.seed = 11;
+    return c.spec;
+}
+
+TEST(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
+    FMHA_REQUIRE_GPU();
+    for (Mode mode : {Mode::kLlm, Mode::kPaged}) {
+        harness::ProblemSpec dense = skipSpec(mode, 0.0F);
+        dense.seed ^= runSeed();
+        harness::HostProblem const p = harness::makeProblem(dense);
+        harness::GpuResult a, b;
+        std::string err;
+        ASSERT_TRUE(harness::runGpu(p, &a, &err)) << err;
+        // A factor so small that no tile can qualify runs the skip path but must not move a bit.
+        harness::HostProblem q = p;
+        q.spec.skip = 1e-30F;
+        ASSERT_TRUE(harness::runGpu(q, &b, &err)) << err;
+        ASSERT_EQ(a.o.size(), b.o.size());
+        EXPECT_EQ(std::memcmp(a.o.data(), b.o.data(), a.o.size() * 2), 0);
+        EXPECT_EQ(std::memcmp(a.lse.data(), b.lse.data(), a.lse.size() * 4), 0);
+    }
+}
+
+TEST(SkipSoftmax, SmallFactorWithinDocumentedBound) {
+    FMHA_REQUIRE_GPU();
+    for (Mode mode : {Mode::kLlm, Mode::kPaged}) {
+        float const S = 0.05F;
+        harness::ProblemSpec spec = skipSpec(mode, S);
+        // Documented bound: |O_skip - O_dense| <= 2 * S * max|V| on top of the dense budget.
+        harness::GpuResult const skipped = checkAgainstReference(spec, 2.0 * S * spec.valueRange);
+        harness::ProblemSpec dense = spec;
+        dense.skip = 0.0F;
+        harness::GpuResult const full = checkAgainstReference(dense);
+        EXPECT_NE(std::memcmp(skipped.o.data(), full.o.data(), full.o.size() * 2), 0)
+            << "skip-softmax skipped nothing on a problem built to skip";
+    }
+}
+
+// Random lengths, including zero-length sequences, many times over.
+TEST(Randomised, RaggedAndVitShapes) {
+    FMHA_REQUIRE_GPU();
+    std::mt19937_64 rng(runSeed());
+    for (int iter = 0; iter < 12; ++iter) {
+        harness::ProblemSpec s;
+        s.mode = iter % 2 ? Mode::kPagedRagged : Mode::kVit;
+        s.dtype = iter % 3 == 0 ? DataType::kBF16 : (iter % 3 == 1 ? DataType::kHALF : DataType::kFP8);
+        int const dims[] = {64, 72, 80, 96, 128};
+        s.headDim = dims[rng() % 5];
+        s.numKVHeads = 1 + static_cast<int>(rng() % 3);
+        s.numQHeads = s.mode == Mode::kVit ? s.numKVHeads : s.numKVHeads * (1 + static_cast<int>(rng() % 5));
+        int const b = 1 + static_cast<int>(rng() % 6);
+        for (int i = 0; i < b; ++i) {
+            int const q = (rng() % 5 == 0) ? 0 : 1 + static_cast<int>(rng() % 400);
+            s.lq.push_back(q);
+            s.lk.push_back(s.mode == Mode::kVit ? q : q + static_cast<int>(rng() % 500));
+        }
+        if (s.mode == Mode::kPagedRagged) {
+            s.pageSize = 16 << (rng() % 5);
+            if (rng() % 2) s.window = static_cast<int>(rng() % 300);
+        }
+        s.seed = rng();
+        checkAgainstReference(s);
+    }
+}
+
+// run* is capturable into a CUDA graph; preflight refuses during capture.
+TEST(Capture, RunIsCapturablePreflightIsNot) {
+    FMHA_REQUIRE_GPU();
+    Case c = edge("capture", Mode::kLlm, 128, {64}, {128});
+    harness::HostProblem const p = harness::makeProblem(c.spec);
+    FmhaRunner runner(4, 4, 128, 1, 64, p.shape.kvCacheCapacity);
+    void *q = nullptr, *kv = nullptr, *o = nullptr;
+    int32_t* cu = nullptr;
+    ASSERT_EQ(cudaMalloc(&q, p.q.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&kv, p.k.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&o, p.oElems * 2), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&cu), p.cuKV.size() * 4), cudaSuccess);
+    cudaMemcpy(q, p.q.data(), p.q.size(), cudaMemcpyHostToDevice);
+    cudaMemcpy(kv, p.k.data(), p.k.size(), cudaMemcpyHostToDevice);
+    cudaMemcpy(cu, p.cuKV.data(), p.cuKV.size() * 4, cudaMemcpyHostToDevice);
+    cudaStream_t stream;
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    ASSERT_TRUE(runner.preflightLlm(stream)) << lastError();
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+    EXPECT_FALSE(runner.preflightLlm(stream));
+    EXPECT_NE(std::string(lastError()).find("captured"), std::string::npos) << lastError();
+    EXPECT_TRUE(runner.run(q, kv, o, cu, stream, 0.125F)) << lastError();
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    cudaMemset(o, 0xFF, p.oElems * 2);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    std::vector<uint16_t> out(static_cast<size_t>(p.oElems));
+    cudaMemcpy(out.data(), o, out.size() * 2, cudaMemcpyDeviceToHost);
+    for (uint16_t bits : out) ASSERT_NE(bits & 0x7C00, 0x7C00) << "graph replay left a non-finite output";
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+    cudaFree(q);
+    cudaFree(kv);
+    cudaFree(o);
+    cudaFree(cu);
+}
+
+// Malformed device-side data (lengths past the capacity, page ids outside the pool) never
+// leads outside the buffers; compute-sanitizer checks that claim on this test.
+TEST(Robustness, MalformedDeviceDataStaysInBounds) {
+    FMHA_REQUIRE_GPU();
+    Case c = edge("bad", Mode::kPaged, 64, {40}, {300}, 2, 2);
+    c.spec.pageSize = 32;
+    harness::HostProblem p = harness::makeProblem(c.spec);
+    p.cuKV = {5, 1 << 30};  // Lk far beyond the capacity
+    for (size_t i = 0; i < p.pageTable.size(); ++i)
+        p.pageTable[i] = (i % 3 == 0) ? -7 : (i % 3 == 1 ? p.numPages + 100 : p.pageTable[i]);
+    harness::GpuResult gpu;
+    std::string err;
+    EXPECT_TRUE(harness::runGpu(p, &gpu, &err)) << err;
+    harness::HostProblem r = harness::makeProblem(edge("badr", Mode::kPagedRagged, 64, {40, 20}, {300, 40}, 2, 2).spec);
+    r.cuQ = {0, 1 << 29, -5};  // starts and ends outside the packed buffer
+    EXPECT_TRUE(harness::runGpu(r, &gpu, &err)) << err;
+}
+
+}  // namespace
+}  // namespace fmha::testing

@@ -1,0 +1,161 @@
+// CPU tests of the reference: the number formats, and the reference against the naive
+// dense formula on the whole test matrix and every edge case; skip-softmax semantics.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "cases.h"
+#include "problems.h"
+#include "reference/numeric.h"
+#include "reference/reference.h"
+
+namespace fmha::testing {
+namespace {
+
+uint64_t runSeed() {
+    static uint64_t const seed = [] {
+        char const* env = std::getenv("FMHA_TEST_SEED");
+        return env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+    }();
+    return seed;
+}
+
+TEST(Numeric, E4m3DecodesTheFormat) {
+    EXPECT_EQ(num::e4m3ToFloat(0x00), 0.0F);
+    EXPECT_EQ(num::e4m3ToFloat(0x01), std::ldexp(1.0F, -9));   // smallest subnormal
+    EXPECT_EQ(num::e4m3ToFloat(0x07), 7 * std::ldexp(1.0F, -9));
+    EXPECT_EQ(num::e4m3ToFloat(0x08), std::ldexp(1.0F, -6));   // smallest normal
+    EXPECT_EQ(num::e4m3ToFloat(0x38), 1.0F);
+    EXPECT_EQ(num::e4m3ToFloat(0x7E), 448.0F);                 // largest finite
+    EXPECT_EQ(num::e4m3ToFloat(0xFE), -448.0F);
+    EXPECT_TRUE(std::isnan(num::e4m3ToFloat(0x7F)));
+    EXPECT_TRUE(std::isnan(num::e4m3ToFloat(0xFF)));
+    for (int c = 0; c < 256; ++c) {
+        float const f = num::e4m3ToFloat(static_cast<uint8_t>(c));
+        if (std::isnan(f)) continue;
+        if (c == 0x80) continue;  // -0 encodes back to -0 (0x80), compared as bits below
+        EXPECT_EQ(num::floatToE4m3(f), c) << "code " << c;
+        EXPECT_EQ(num::roundToHalf(f), f) << "every E4M3 value is an FP16 value";
+    }
+    EXPECT_EQ(num::floatToE4m3(-0.0F), 0x80);
+    EXPECT_EQ(num::floatToE4m3(1000.0F), 0x7E);  // saturates
+    EXPECT_EQ(num::floatToE4m3(1.0625F), 0x38);  // ties to even (1.0625 between 1 and 1.125)
+}
+
+TEST(Numeric, HalfAndBf16RoundToNearestEven) {
+    EXPECT_EQ(num::floatToHalf(1.0F), 0x3C00);
+    EXPECT_EQ(num::floatToHalf(65504.0F), 0x7BFF);
+    EXPECT_EQ(num::floatToHalf(70000.0F), 0x7C00);
+    EXPECT_EQ(num::floatToHalf(std::ldexp(1.0F, -24)), 0x0001);
+    EXPECT_EQ(num::floatToHalf(1.0F + std::ldexp(1.0F, -11)), 0x3C00);  // tie -> even
+    EXPECT_EQ(num::floatToHalf(1.0F + 3 * std::ldexp(1.0F, -11)), 0x3C02);
+    EXPECT_EQ(num::halfToFloat(0xC000), -2.0F);
+    EXPECT_EQ(num::floatToBf16(1.0F), 0x3F80);
+    EXPECT_EQ(num::bf16ToFloat(0x3F81), 1.0F + std::ldexp(1.0F, -7));
+    std::mt19937 rng(runSeed());
+    std::uniform_real_distribution<float> u(-100, 100);
+    for (int i = 0; i < 10000; ++i) {
+        float const x = u(rng);
+        EXPECT_LE(std::fabs(num::roundToHalf(x) - x), std::fabs(x) * std::ldexp(1.0F, -11) + 1e-7F);
+        EXPECT_LE(std::fabs(num::roundToBf16(x) - x), std::fabs(x) * std::ldexp(1.0F, -8));
+    }
+}
+
+class ReferenceVsNaive : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ReferenceVsNaive, Agrees) {
+    harness::ProblemSpec spec = GetParam().spec;
+    spec.seed ^= runSeed();
+    harness::HostProblem const p = harness::makeProblem(spec);
+    ref::Result got, naive;
+    std::string err;
+    ref::Options opt;
+    ASSERT_TRUE(harness::runReference(p, opt, &got, &err)) << err;
+    harness::naiveAttention(p, &naive);
+    ASSERT_EQ(got.o.size(), naive.o.size());
+    double maxErr = 0;
+    for (size_t i = 0; i < got.o.size(); ++i) {
+        ASSERT_TRUE(std::isfinite(got.o[i])) << "element " << i;
+        maxErr = std::max(maxErr, std::fabs(got.o[i] - naive.o[i]));
+    }
+    EXPECT_LE(maxErr, 1e-10) << p.describe() << " seed " << spec.seed;
+    ASSERT_EQ(got.lse.size(), naive.lse.size());
+    for (size_t i = 0; i < got.lse.size(); ++i) {
+        if (std::isinf(naive.lse[i])) {
+            EXPECT_EQ(got.lse[i], naive.lse[i]) << "row " << i;
+        } else {
+            EXPECT_NEAR(got.lse[i], naive.lse[i], 1e-10) << "row " << i;
+        }
+    }
+    // The same-precision variant moves the result by a rounding-sized amount only.
+    ref::Result lowp;
+    opt.roundP = true;
+    ASSERT_TRUE(harness::runReference(p, opt, &lowp, &err)) << err;
+    double lowpErr = 0;
+    for (size_t i = 0; i < got.o.size(); ++i) lowpErr = std::max(lowpErr, std::fabs(lowp.o[i] - got.o[i]));
+    EXPECT_LE(lowpErr, spec.dtype == DataType::kBF16 ? 2e-2 : 3e-3);
+}
+
+std::string caseName(::testing::TestParamInfo<Case> const& info) { return info.param.name; }
+
+INSTANTIATE_TEST_SUITE_P(Matrix, ReferenceVsNaive, ::testing::ValuesIn(matrixCases(0.5)), caseName);
+INSTANTIATE_TEST_SUITE_P(Edge, ReferenceVsNaive, ::testing::ValuesIn(edgeCases(0.5)), caseName);
+
+// A row that sees no key writes zeros and LSE -inf (causal with Lk < Lq).
+TEST(Reference, EmptyRowsAreZeroWithMinusInfLse) {
+    Case c = edge("empty", Mode::kLlm, 64, {50}, {10});
+    harness::HostProblem const p = harness::makeProblem(c.spec);
+    ref::Result r;
+    std::string err;
+    ASSERT_TRUE(harness::runReference(p, {}, &r, &err)) << err;
+    int const Hq = c.spec.numQHeads, D = c.spec.headDim;
+    for (int i = 0; i < 50; ++i) {  // off = -40: rows 0..39 have no key
+        bool const empty = i < 40;
+        for (int h = 0; h < Hq; ++h) {
+            double const lse = r.lse[static_cast<size_t>(h * 50 + i)];
+            EXPECT_EQ(std::isinf(lse) && lse < 0, empty) << "row " << i;
+            double sumAbs = 0;
+            for (int d = 0; d < D; ++d) sumAbs += std::fabs(r.o[static_cast<size_t>((i * Hq + h) * D + d)]);
+            if (empty) EXPECT_EQ(sumAbs, 0.0);
+            else EXPECT_GT(sumAbs, 0.0);
+        }
+    }
+}
+
+harness::ProblemSpec skipSpec(float skip) {
+    Case c = edge("skip", Mode::kLlm, 128, {700}, {2100}, 4, 2);
+    c.spec.valueRange = 3.0F;  // peaked scores, so that tiles fall below lambda
+    c.spec.skip = skip;
+    c.spec.seed = 7 ^ runSeed();
+    return c.spec;
+}
+
+TEST(ReferenceSkipSoftmax, ZeroIsExactlyDense) {
+    harness::HostProblem const dense = harness::makeProblem(skipSpec(0.0F));
+    ref::Result a, b;
+    std::string err;
+    ASSERT_TRUE(harness::runReference(dense, {}, &a, &err));
+    harness::naiveAttention(dense, &b);
+    for (size_t i = 0; i < a.o.size(); ++i) ASSERT_NEAR(a.o[i], b.o[i], 1e-10);
+    EXPECT_EQ(a.skippedTiles, 0);
+}
+
+TEST(ReferenceSkipSoftmax, SmallFactorStaysWithinTheBound) {
+    float const S = 0.05F;
+    harness::HostProblem const p = harness::makeProblem(skipSpec(S));
+    ref::Result skipped, dense;
+    std::string err;
+    ASSERT_TRUE(harness::runReference(p, {}, &skipped, &err));
+    harness::naiveAttention(p, &dense);
+    EXPECT_GT(skipped.skippedTiles, 0) << "the problem is meant to skip some tiles";
+    double maxErr = 0;
+    for (size_t i = 0; i < dense.o.size(); ++i) maxErr = std::max(maxErr, std::fabs(skipped.o[i] - dense.o[i]));
+    // Dropped probability mass per row is at most Lk * lambda = S of the kept mass.
+    EXPECT_LE(maxErr, 2.0 * S * p.spec.valueRange);
+    EXPECT_GT(maxErr, 0.0);
+}
+
+}  // namespace
+}  // namespace fmha::testing

@@ -1,0 +1,420 @@
+// The fmha command line: `info` (build, device, support matrix), `run` (a realistic problem
+// per mode, verified against the reference) and `bench` (timed sweep, JSON rows).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "device.h"
+#include "fmha/fmha.h"
+#include "fmha_build_config.h"
+#include "problems.h"
+
+using namespace fmha;
+using harness::HostProblem;
+using harness::ProblemSpec;
+
+namespace {
+
+struct Flags {
+    std::map<std::string, std::string> values;
+    std::vector<std::string> errors;
+    bool has(std::string const& k) const { return values.count(k) != 0; }
+    std::string str(std::string const& k, std::string const& def) const {
+        auto it = values.find(k);
+        return it == values.end() ? def : it->second;
+    }
+    int integer(std::string const& k, int def) {
+        auto it = values.find(k);
+        if (it == values.end()) return def;
+        char* end = nullptr;
+        long v = std::strtol(it->second.c_str(), &end, 10);
+        if (end == it->second.c_str() || *end != '\0') errors.push_back("--" + k + " needs an integer");
+        return static_cast<int>(v);
+    }
+    float real(std::string const& k, float def) {
+        auto it = values.find(k);
+        if (it == values.end()) return def;
+        char* end = nullptr;
+        float v = std::strtof(it->second.c_str(), &end);
+        if (end == it->second.c_str() || *end != '\0') errors.push_back("--" + k + " needs a number");
+        return v;
+    }
+};
+
+bool parseFlags(int argc, char** argv, int first, Flags* f) {
+    static char const* const kBool[] = {"causal", "no-causal", "bidirectional", "quick", "no-verify"};
+    for (int i = first; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a.rfind("--", 0) != 0) {
+            std::fprintf(stderr, "fmha: unexpected argument '%s'\n", a.c_str());
+            return false;
+        }
+        a = a.substr(2);
+        bool isBool = false;
+        for (char const* b : kBool) isBool = isBool || a == b;
+        if (isBool) {
+            f->values[a] = "1";
+        } else if (i + 1 < argc) {
+            f->values[a] = argv[++i];
+        } else {
+            std::fprintf(stderr, "fmha: --%s needs a value\n", a.c_str());
+            return false;
+        }
+    }
+    return true;
+}
+
+bool parseDtype(std::string const& s, DataType* t) {
+    if (s == "fp16") *t = DataType::kHALF;
+    else if (s == "bf16") *t = DataType::kBF16;
+    else if (s == "fp8") *t = DataType::kFP8;
+    else return false;
+    return true;
+}
+
+void usage() {
+    std::puts(
+        "usage: fmha info\n"
+        "       fmha run [--mode llm|paged|ragged|vit|all] [--device cpu|gpu] [--dtype fp16|bf16|fp8]\n"
+        "                [--batch N] [--heads N] [--kv-heads N] [--head-dim N] [--seq-q N] [--seq-kv N]\n"
+        "                [--page-size N] [--window N] [--causal|--no-causal] [--bidirectional] [--skip S] [--seed N]\n"
+        "       fmha bench [--quick] [--json FILE] [--iters N] [--commit SHA]");
+}
+
+int cmdInfo() {
+    std::printf("fmha %s\n", FMHA_VERSION);
+    std::printf("build: CUTLASS %s, CUDA targets %s\n", FMHA_CUTLASS_VERSION, FMHA_CUDA_ARCHS);
+    std::string why;
+    int sm = 0;
+    if (harness::gpuAvailable(&why)) {
+        detail::DeviceInfo d;
+        if (detail::currentDevice(&d)) {
+            std::printf("device %d: %s, sm_%d, %d SMs, %d KB shared memory per block\n", d.ordinal, d.name.c_str(),
+                        d.smVersion, d.smCount, d.maxSmemOptin / 1024);
+            sm = d.smVersion;
+        }
+    } else {
+        std::printf("device: none (%s)\n", why.c_str());
+    }
+    std::vector<int> sms = {80, 86, 89, 90, 100, 120};
+    if (sm != 0 && std::find(sms.begin(), sms.end(), sm) == sms.end()) sms.push_back(sm);
+    Mode const modes[] = {Mode::kLlm, Mode::kPaged, Mode::kPagedRagged, Mode::kVit};
+    DataType const types[] = {DataType::kHALF, DataType::kBF16, DataType::kFP8};
+    int const dims[] = {64, 72, 80, 96, 128, 256, 512};
+    std::printf("\ncanImplement (mode x dtype x head dim), for SM versions:");
+    for (int s : sms) std::printf(" %d%s", s, s == sm ? "*" : "");
+    std::printf("  (* this device)\n%-8s %-8s", "mode", "dtype");
+    for (int d : dims) std::printf(" %6d", d);
+    std::printf("\n");
+    for (Mode m : modes)
+        for (DataType t : types) {
+            std::printf("%-8s %-8s", modeName(m), dataTypeName(t));
+            for (int d : dims) {
+                std::string cell;
+                for (int s : sms) cell += FmhaRunner::canImplementMode(m, t, d, s) ? "y" : "-";
+                std::printf(" %6s", cell.c_str());
+            }
+            std::printf("\n");
+        }
+    std::printf("page sizes (paged modes): powers of two in [%d, %d]\n", FmhaRunner::kMinPageSize,
+                FmhaRunner::kMaxPageSize);
+    return 0;
+}
+
+// The default problem of each mode; shape flags override it. CPU problems are smaller.
+bool buildSpec(Mode mode, bool cpu, Flags& f, ProblemSpec* s) {
+    s->mode = mode;
+    if (!parseDtype(f.str("dtype", "fp16"), &s->dtype)) {
+        std::fprintf(stderr, "fmha: --dtype must be fp16, bf16 or fp8\n");
+        return false;
+    }
+    int batch = 1, heads = 32, kvHeads = 8, dim = 128, sq = 2048, skv = 4096;
+    s->pageSize = 128;
+    switch (mode) {
+    case Mode::kLlm:  // Llama-3-8B-like layer: chunked prefill of 2048 tokens onto 2048 cached
+    case Mode::kPaged:
+        if (cpu) { sq = 256; skv = 512; heads = 8; kvHeads = 2; }
+        break;
+    case Mode::kPagedRagged:  // several requests of different lengths onto different histories
+        batch = 4;
+        sq = cpu ? 128 : 1024;
+        skv = cpu ? 384 : 3072;
+        if (cpu) { heads = 8; kvHeads = 2; }
+        break;
+    case Mode::kVit:  // Qwen2.5-VL-like vision encoder: 16 heads, D=80, images of several sizes
+        batch = 4;
+        heads = kvHeads = 16;
+        dim = 80;
+        sq = skv = cpu ? 256 : 1024;
+        if (cpu) heads = kvHeads = 4;
+        break;
+    }
+    batch = f.integer("batch", batch);
+    heads = f.integer("heads", heads);
+    kvHeads = f.integer("kv-heads", mode == Mode::kVit ? heads : kvHeads);
+    dim = f.integer("head-dim", dim);
+    sq = f.integer("seq-q", sq);
+    skv = f.integer("seq-kv", mode == Mode::kVit ? sq : skv);
+    s->pageSize = f.integer("page-size", s->pageSize);
+    s->window = f.integer("window", INT_MAX);
+    s->skip = f.real("skip", 0.0F);
+    s->seed = static_cast<uint64_t>(f.integer("seed", 1));
+    s->causal = !f.has("no-causal");
+    s->bidirectional = f.has("bidirectional");
+    if (!f.errors.empty()) {
+        for (auto& e : f.errors) std::fprintf(stderr, "fmha: %s\n", e.c_str());
+        return false;
+    }
+    if (batch <= 0 || heads <= 0 || kvHeads <= 0 || sq <= 0 || skv < 0) {
+        std::fprintf(stderr, "fmha: batch, heads, kv-heads and seq-q must be positive\n");
+        return false;
+    }
+    s->numQHeads = heads;
+    s->numKVHeads = kvHeads;
+    s->headDim = dim;
+    s->lq.clear();
+    s->lk.clear();
+    for (int b = 0; b < batch; ++b) {
+        if (mode == Mode::kPagedRagged || mode == Mode::kVit) {
+            // Varied lengths: the full length, then shorter ones (an image of 3/4, 1/2, ...).
+            int const q = std::max(1, sq - (sq * (b % 4)) / 4 - 7 * b);
+            s->lq.push_back(q);
+            s->lk.push_back(mode == Mode::kVit ? q : std::max(q, skv - 13 * b));
+        } else {
+            s->lq.push_back(sq);
+            s->lk.push_back(skv);
+        }
+    }
+    return true;
+}
+
+int cmdRun(Flags& f) {
+    std::string const modeArg = f.str("mode", "all");
+    std::vector<Mode> modes;
+    if (modeArg == "all") modes = {Mode::kLlm, Mode::kPaged, Mode::kPagedRagged, Mode::kVit};
+    else if (modeArg == "llm") modes = {Mode::kLlm};
+    else if (modeArg == "paged") modes = {Mode::kPaged};
+    else if (modeArg == "ragged") modes = {Mode::kPagedRagged};
+    else if (modeArg == "vit") modes = {Mode::kVit};
+    else {
+        std::fprintf(stderr, "fmha: --mode must be llm, paged, ragged, vit or all\n");
+        return 2;
+    }
+    std::string why;
+    bool const haveGpu = harness::gpuAvailable(&why);
+    std::string device = f.str("device", haveGpu ? "gpu" : "cpu");
+    if (!f.has("device") && !haveGpu) std::printf("no GPU here (%s): running on the CPU backend\n", why.c_str());
+    if (device != "cpu" && device != "gpu") {
+        std::fprintf(stderr, "fmha: --device must be cpu or gpu\n");
+        return 2;
+    }
+    if (device == "gpu" && !haveGpu) {
+        std::fprintf(stderr, "fmha: --device gpu, but %s\n", why.c_str());
+        return 1;
+    }
+    bool const cpu = device == "cpu";
+    bool allPass = true;
+    for (Mode mode : modes) {
+        ProblemSpec spec;
+        if (!buildSpec(mode, cpu, f, &spec)) return 2;
+        HostProblem const p = harness::makeProblem(spec);
+        ref::Options exactOpt, lowpOpt;
+        lowpOpt.roundP = true;
+        ref::Result exact, lowp;
+        std::string err;
+        auto t0 = std::chrono::steady_clock::now();
+        bool ok = harness::runReference(p, exactOpt, &exact, &err);
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        std::string verdict, detail;
+        double maxErr = 0;
+        if (ok && cpu) {
+            // The CPU backend is the reference; it is checked against the naive evaluation.
+            ref::Result naive;
+            harness::naiveAttention(p, &naive);
+            for (size_t i = 0; i < naive.o.size(); ++i)
+                maxErr = std::max(maxErr, std::fabs(naive.o[i] - exact.o[i]));
+            ok = maxErr <= 1e-9 && spec.skip == 0.0F;
+            verdict = ok ? "PASS" : "FAIL";
+            if (spec.skip != 0.0F) detail = " (skip-softmax is a GPU feature; use --device gpu)";
+        } else if (ok) {
+            ok = harness::runReference(p, lowpOpt, &lowp, &err);
+            harness::GpuResult gpu;
+            if (ok) ok = harness::runGpu(p, &gpu, &err, 10);
+            if (ok) {
+                double extra = 0;
+                if (spec.skip > 0) extra = 2.0 * spec.skip * spec.valueRange;
+                harness::Verdict v = harness::compare(p, gpu, exact, lowp, extra);
+                ok = v.pass;
+                maxErr = v.maxErr;
+                ms = gpu.medianMs;
+                detail = " " + v.detail;
+                double const tflops = harness::countFlops(p) / (ms * 1e-3) / 1e12;
+                char buf[64];
+                std::snprintf(buf, sizeof buf, " %.1f TFLOPS", tflops);
+                detail = buf + detail;
+            }
+            verdict = ok ? "PASS" : "FAIL";
+        }
+        if (!err.empty()) {
+            verdict = "FAIL";
+            detail = " error: " + err;
+            ok = false;
+        }
+        std::printf("%-7s %-3s %s  max_abs_err=%.3g  %s  %.3f ms%s\n", modeName(mode), cpu ? "cpu" : "gpu",
+                    p.describe().c_str(), maxErr, verdict.c_str(), ms, detail.c_str());
+        allPass = allPass && ok;
+    }
+    return allPass ? 0 : 1;
+}
+
+std::string today() {
+    std::time_t t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+    return buf;
+}
+
+struct BenchRow {
+    ProblemSpec spec;
+    std::string mask;
+};
+
+// The published sweep: B*S = 16k tokens, H*D = 2048, per head dim and mask; then GQA,
+// paged (page sizes) and ViT varlen rows.
+std::vector<BenchRow> benchSweep(bool quick) {
+    std::vector<BenchRow> rows;
+    auto dense = [&](int d, bool causal, int s, int tokens) {
+        BenchRow r;
+        r.spec.mode = causal ? Mode::kLlm : Mode::kVit;
+        r.spec.numQHeads = r.spec.numKVHeads = 2048 / d;
+        r.spec.headDim = d;
+        int const b = std::max(1, tokens / s);
+        r.spec.lq.assign(b, s);
+        r.spec.lk.assign(b, s);
+        r.spec.withLse = false;
+        r.mask = causal ? "causal" : "none";
+        rows.push_back(r);
+    };
+    std::vector<int> const seqs = quick ? std::vector<int>{512, 4096} : std::vector<int>{512, 2048, 4096, 16384};
+    for (int d : {64, 128, 256})
+        for (bool causal : {false, true})
+            for (int s : seqs) dense(d, causal, s, 16384);
+    {  // GQA chunked prefill: 32 query / 8 KV heads, D=128, causal, S=8k
+        BenchRow r;
+        r.spec.mode = Mode::kLlm;
+        r.spec.numQHeads = 32;
+        r.spec.numKVHeads = 8;
+        r.spec.headDim = 128;
+        r.spec.lq.assign(2, 8192);
+        r.spec.lk.assign(2, 8192);
+        r.spec.withLse = false;
+        r.mask = "causal";
+        rows.push_back(r);
+        for (int page : {16, 64, 128, 256}) {  // the same over a paged cache
+            BenchRow pr = r;
+            pr.spec.mode = Mode::kPaged;
+            pr.spec.pageSize = page;
+            pr.spec.sparepages = 0;
+            rows.push_back(pr);
+        }
+    }
+    {  // ViT varlen: 8 sequences of 1024, D=128, 16 heads; and dense at the same token count
+        BenchRow r;
+        r.spec.mode = Mode::kVit;
+        r.spec.numQHeads = r.spec.numKVHeads = 16;
+        r.spec.headDim = 128;
+        r.spec.lq.assign(8, 1024);
+        r.spec.lk.assign(8, 1024);
+        r.spec.withLse = false;
+        r.mask = "none";
+        rows.push_back(r);
+        BenchRow v80 = r;  // the Qwen2.5-VL-like dim
+        v80.spec.headDim = 80;
+        rows.push_back(v80);
+    }
+    return rows;
+}
+
+int cmdBench(Flags& f) {
+    std::string why;
+    if (!harness::gpuAvailable(&why)) {
+        std::fprintf(stderr, "fmha bench needs a GPU: %s\n", why.c_str());
+        return 1;
+    }
+    int const iters = f.integer("iters", 20);
+    std::string const jsonPath = f.str("json", "");
+    std::string const commit = f.str("commit", "unknown");
+    DataType dtype = DataType::kHALF;
+    if (!parseDtype(f.str("dtype", "fp16"), &dtype)) return 2;
+    std::vector<BenchRow> rows = benchSweep(f.has("quick"));
+    detail::DeviceInfo dev;
+    detail::currentDevice(&dev);
+    std::ostringstream json;
+    json << "[\n";
+    std::printf("%-6s %-5s %4s %5s %3s %5s %6s %6s %-6s %5s %9s %8s\n", "mode", "dtype", "D", "H", "Hkv", "B", "Lq",
+                "Lk", "mask", "page", "ms", "TFLOPS");
+    int failures = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+        BenchRow& r = rows[i];
+        r.spec.dtype = dtype;
+        std::fprintf(stderr, "[%zu/%zu] %s\r", i + 1, rows.size(), modeName(r.spec.mode));
+        HostProblem const p = harness::makeProblem(r.spec);
+        harness::GpuResult gpu;
+        std::string err;
+        if (!harness::runGpu(p, &gpu, &err, iters)) {
+            std::printf("%-6s error: %s\n", modeName(r.spec.mode), err.c_str());
+            ++failures;
+            continue;
+        }
+        double const tflops = harness::countFlops(p) / (gpu.medianMs * 1e-3) / 1e12;
+        bool const paged = r.spec.mode == Mode::kPaged || r.spec.mode == Mode::kPagedRagged;
+        std::printf("%-6s %-5s %4d %5d %3d %5zu %6d %6d %-6s %5d %9.3f %8.1f\n", modeName(r.spec.mode),
+                    dataTypeName(dtype), r.spec.headDim, r.spec.numQHeads, r.spec.numKVHeads, r.spec.lk.size(),
+                    r.spec.lq[0], r.spec.lk[0], r.mask.c_str(), paged ? r.spec.pageSize : 0, gpu.medianMs, tflops);
+        json << (i ? ",\n" : "") << "  {\"mode\": \"" << modeName(r.spec.mode) << "\", \"dtype\": \""
+             << dataTypeName(dtype) << "\", \"head_dim\": " << r.spec.headDim << ", \"heads\": " << r.spec.numQHeads
+             << ", \"kv_heads\": " << r.spec.numKVHeads << ", \"batch\": " << r.spec.lk.size()
+             << ", \"lq\": " << r.spec.lq[0] << ", \"lk\": " << r.spec.lk[0] << ", \"mask\": \"" << r.mask
+             << "\", \"page_size\": " << (paged ? r.spec.pageSize : 0) << ", \"ours_ms\": " << gpu.medianMs
+             << ", \"ours_tflops\": " << tflops << ", \"flops\": " << harness::countFlops(p)
+             << ", \"family\": \"sm80\", \"device\": \"" << dev.name << "\", \"date\": \"" << today()
+             << "\", \"commit\": \"" << commit << "\"}";
+    }
+    json << "\n]\n";
+    std::fprintf(stderr, "\n");
+    if (!jsonPath.empty()) {
+        std::ofstream out(jsonPath);
+        out << json.str();
+        std::printf("wrote %s\n", jsonPath.c_str());
+    }
+    return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "help")) {
+        usage();
+        return argc < 2 ? 2 : 0;
+    }
+    std::string const cmd = argv[1];
+    Flags f;
+    if (!parseFlags(argc, argv, 2, &f)) return 2;
+    if (cmd == "info") return cmdInfo();
+    if (cmd == "run") return cmdRun(f);
+    if (cmd == "bench") return cmdBench(f);
+    std::fprintf(stderr, "fmha: unknown command '%s'\n", cmd.c_str());
+    usage();
+    return 2;
+}

@@ -1,0 +1,547 @@
+// Harness implementation: random problems with poisoned unused memory, GPU and reference runs,
+// and the error budget.
+#include "problems.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include <cuda_runtime_api.h>
+
+#include "reference/numeric.h"
+
+namespace fmha::harness {
+namespace {
+
+int elemBytes(DataType t) { return t == DataType::kFP8 ? 1 : 2; }
+
+// Stores x (already divided by the FP8 scale where there is one) at element idx.
+void store(std::vector<uint8_t>& buf, int64_t idx, float x, DataType t) {
+    if (t == DataType::kFP8) {
+        buf[static_cast<size_t>(idx)] = num::floatToE4m3(x);
+        return;
+    }
+    uint16_t const bits = t == DataType::kBF16 ? num::floatToBf16(x) : num::floatToHalf(x);
+    std::memcpy(&buf[static_cast<size_t>(idx) * 2], &bits, 2);
+}
+
+void fillNaN(std::vector<uint8_t>& buf, DataType t) {
+    if (t == DataType::kFP8) {
+        std::fill(buf.begin(), buf.end(), uint8_t{0x7F});
+        return;
+    }
+    uint16_t const nan = t == DataType::kBF16 ? 0x7FC0 : 0x7E00;
+    for (size_t i = 0; i + 1 < buf.size(); i += 2) std::memcpy(&buf[i], &nan, 2);
+}
+
+std::vector<int32_t> prefix(std::vector<int32_t> const& len) {
+    std::vector<int32_t> cu(len.size() + 1, 0);
+    for (size_t i = 0; i < len.size(); ++i) cu[i + 1] = cu[i] + len[i];
+    return cu;
+}
+
+struct DeviceBuffer {
+    void* ptr = nullptr;
+    ~DeviceBuffer() {
+        if (ptr) cudaFree(ptr);
+    }
+    bool alloc(size_t bytes) { return cudaMalloc(&ptr, std::max<size_t>(bytes, 16)) == cudaSuccess; }
+    template <class T>
+    bool upload(std::vector<T> const& v) {
+        if (!alloc(v.size() * sizeof(T))) return false;
+        return v.empty() || cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess;
+    }
+    template <class T>
+    T* as() const {
+        return static_cast<T*>(ptr);
+    }
+};
+
+}  // namespace
+
+std::string HostProblem::describe() const {
+    std::ostringstream os;
+    os << modeName(spec.mode) << " " << dataTypeName(spec.dtype) << " B=" << spec.lk.size() << " H=" << spec.numQHeads
+       << "/" << spec.numKVHeads << " D=" << spec.headDim;
+    auto list = [&](char const* name, std::vector<int32_t> const& v) {
+        os << " " << name << "=";
+        for (size_t i = 0; i < v.size() && i < 4; ++i) os << (i ? "," : "") << v[i];
+        if (v.size() > 4) os << ",...";
+    };
+    list("Lq", spec.lq);
+    list("Lk", spec.lk);
+    if (spec.mode == Mode::kPaged || spec.mode == Mode::kPagedRagged) os << " page=" << spec.pageSize;
+    if (spec.mode == Mode::kPaged && !spec.causal) os << " non-causal";
+    if (spec.window != INT_MAX) os << " window=" << spec.window;
+    if (spec.bidirectional) os << " bidir";
+    if (spec.skip > 0) os << " skip=" << spec.skip;
+    return os.str();
+}
+
+HostProblem makeProblem(ProblemSpec const& spec) {
+    HostProblem p;
+    p.spec = spec;
+    std::mt19937_64 rng(spec.seed);
+    std::uniform_real_distribution<float> uni(-spec.valueRange, spec.valueRange);
+    DataType const t = spec.dtype;
+    int32_t const B = static_cast<int32_t>(spec.lk.size());
+    int32_t const Hq = spec.numQHeads, Hkv = spec.numKVHeads, D = spec.headDim;
+    bool const fp8 = t == DataType::kFP8;
+    if (fp8) {  // values up to ~240 in E4M3 keep 4 significant bits
+        p.qScale = spec.valueRange / 240.0F;
+        p.kScale = spec.valueRange / 200.0F;
+        p.vScale = spec.valueRange / 224.0F;
+    }
+    auto rand = [&](float scale) { return uni(rng) / scale; };
+    int32_t const maxLk = B ? *std::max_element(spec.lk.begin(), spec.lk.end()) : 0;
+    int32_t const maxLq = B ? *std::max_element(spec.lq.begin(), spec.lq.end()) : 0;
+    p.shape.numQHeads = Hq;
+    p.shape.numKVHeads = Hkv;
+    p.shape.headDim = D;
+    p.shape.batchSize = B;
+    p.maxQ = std::max(1, maxLq);
+    p.cuKV = prefix(spec.lk);
+    p.cuQ = prefix(spec.lq);
+    p.totalQ = p.cuQ.back();
+    int32_t const sq = (spec.mode == Mode::kLlm || spec.mode == Mode::kPaged) ? (B ? spec.lq[0] : 0) : 0;
+    p.shape.seqLenQ = sq;
+    int64_t const qRows = (spec.mode == Mode::kLlm || spec.mode == Mode::kPaged) ? int64_t{B} * sq : p.totalQ;
+    int64_t const qElems = qRows * Hq * D;
+    p.q.resize(static_cast<size_t>(qElems * elemBytes(t)));
+    for (int64_t i = 0; i < qElems; ++i) store(p.q, i, rand(p.qScale), t);
+    p.oElems = qElems;
+    p.lseElems = qRows * Hq;
+
+    if (spec.mode == Mode::kLlm) {
+        int32_t const cap = spec.capacity > 0 ? spec.capacity : maxLk + 5;
+        p.shape.kvCacheCapacity = cap;
+        p.k.resize(static_cast<size_t>(int64_t{B} * 2 * Hkv * cap * D * elemBytes(t)));
+        fillNaN(p.k, t);
+        for (int32_t b = 0; b < B; ++b)
+            for (int32_t w = 0; w < 2; ++w)
+                for (int32_t h = 0; h < Hkv; ++h)
+                    for (int32_t j = 0; j < spec.lk[b]; ++j)
+                        for (int32_t d = 0; d < D; ++d)
+                            store(p.k, (((int64_t{b} * 2 + w) * Hkv + h) * cap + j) * D + d,
+                                  rand(w ? p.vScale : p.kScale), t);
+    } else if (spec.mode == Mode::kVit) {
+        p.shape.kvCacheCapacity = 0;
+        p.k.resize(static_cast<size_t>(p.totalQ) * Hq * D * elemBytes(t));
+        p.v.resize(p.k.size());
+        for (int64_t i = 0; i < int64_t{p.totalQ} * Hq * D; ++i) {
+            store(p.k, i, rand(p.kScale), t);
+            store(p.v, i, rand(p.vScale), t);
+        }
+        p.cuKV = p.cuQ;
+    } else {  // paged pool, pages in random order, spare pages and slots hold NaN
+        int32_t const T = spec.pageSize;
+        p.maxPagesPerSeq = (maxLk + T - 1) / T + 1;
+        p.shape.kvCacheCapacity = p.maxPagesPerSeq * T;
+        int32_t used = 0;
+        for (int32_t b = 0; b < B; ++b) used += 2 * ((spec.lk[b] + T - 1) / T);
+        p.numPages = used + spec.sparepages;
+        std::vector<int32_t> ids(static_cast<size_t>(p.numPages));
+        std::iota(ids.begin(), ids.end(), 0);
+        std::shuffle(ids.begin(), ids.end(), rng);
+        p.pageTable.assign(static_cast<size_t>(B) * 2 * p.maxPagesPerSeq, -1);
+        p.k.resize(static_cast<size_t>(int64_t{p.numPages} * T * Hkv * D * elemBytes(t)));
+        fillNaN(p.k, t);
+        size_t next = 0;
+        for (int32_t b = 0; b < B; ++b)
+            for (int32_t w = 0; w < 2; ++w)
+                for (int32_t pg = 0; pg < (spec.lk[b] + T - 1) / T; ++pg) {
+                    int32_t const page = ids[next++];
+                    p.pageTable[(static_cast<size_t>(b) * 2 + w) * p.maxPagesPerSeq + pg] = page;
+                    for (int32_t s = 0; s < T && pg * T + s < spec.lk[b]; ++s)
+                        for (int32_t h = 0; h < Hkv; ++h)
+                            for (int32_t d = 0; d < D; ++d)
+                                store(p.k, ((int64_t{page} * T + s) * Hkv + h) * D + d, rand(w ? p.vScale : p.kScale),
+                                      t);
+                }
+        if (spec.bidirectional && spec.mode == Mode::kPaged) {
+            p.bidirBegin.assign(static_cast<size_t>(B) * sq, -1);
+            p.bidirEnd.assign(static_cast<size_t>(B) * sq, -1);
+            for (int32_t b = 0; b < B; ++b) {
+                int32_t const off = spec.lk[b] - sq;
+                int32_t row = static_cast<int32_t>(rng() % std::max(1, sq / 3 + 1));
+                while (row < sq) {  // disjoint vision runs separated by text
+                    int32_t const len = 1 + static_cast<int32_t>(rng() % std::max(1, sq / 3));
+                    int32_t const r1 = std::min(sq - 1, row + len - 1);
+                    int32_t const begin = std::max(0, row + off), end = r1 + off;
+                    if (end >= 0)
+                        for (int32_t r = row; r <= r1; ++r) {
+                            p.bidirBegin[static_cast<size_t>(b) * sq + r] = begin;
+                            p.bidirEnd[static_cast<size_t>(b) * sq + r] = end;
+                        }
+                    row = r1 + 2 + static_cast<int32_t>(rng() % std::max(1, sq / 4 + 1));
+                }
+            }
+        }
+    }
+    return p;
+}
+
+bool gpuAvailable(std::string* why) {
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        if (why) *why = std::string("no CUDA GPU: ") + (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
+        return false;
+    }
+    return true;
+}
+
+namespace {
+
+float attentionScaleOf(ProblemSpec const& s) {
+    return s.attentionScale > 0 ? s.attentionScale : 1.0F / std::sqrt(static_cast<float>(s.headDim));
+}
+
+// Fills the mode's argument struct (with the given pointers) and calls fn(runner, args).
+template <class Fn>
+bool withArgs(HostProblem const& p, void const* q, void const* k, void const* v, void* o, int32_t const* cuQ,
+              int32_t const* cuKV, int32_t const* table, int32_t const* bb, int32_t const* be, float* lse, Fn&& fn) {
+    ProblemSpec const& s = p.spec;
+    float const scale = attentionScaleOf(s);
+    switch (s.mode) {
+    case Mode::kLlm: {
+        LlmArgs a;
+        a.q = q;
+        a.kv = k;
+        a.o = o;
+        a.cuKVSeqLens = cuKV;
+        a.attentionScale = scale;
+        a.slidingWindowSize = s.window;
+        a.inputType = s.dtype;
+        a.qScale = p.qScale;
+        a.kScale = p.kScale;
+        a.vScale = p.vScale;
+        a.skipSoftmaxScaleFactor = s.skip;
+        a.lse = lse;
+        return fn(a);
+    }
+    case Mode::kPaged: {
+        PagedArgs a;
+        a.q = q;
+        a.pool = k;
+        a.pageList = table;
+        a.o = o;
+        a.cuKVSeqLens = cuKV;
+        a.numPages = p.numPages;
+        a.maxPagesPerSeq = p.maxPagesPerSeq;
+        a.tokensPerPage = s.pageSize;
+        a.attentionScale = scale;
+        a.slidingWindowSize = s.window;
+        a.inputType = s.dtype;
+        a.qScale = p.qScale;
+        a.kScale = p.kScale;
+        a.vScale = p.vScale;
+        a.isCausal = s.causal;
+        a.skipSoftmaxScaleFactor = s.skip;
+        a.bidirectionalBlockBegin = bb;
+        a.bidirectionalBlockEnd = be;
+        a.lse = lse;
+        return fn(a);
+    }
+    case Mode::kPagedRagged: {
+        PagedRaggedArgs a;
+        a.q = q;
+        a.pool = k;
+        a.pageList = table;
+        a.o = o;
+        a.cuQSeqLens = cuQ;
+        a.cuKVSeqLens = cuKV;
+        a.totalQSeqLen = p.totalQ;
+        a.maxQSeqLen = p.maxQ;
+        a.numFlatPages = p.numPages;
+        a.maxPagesPerSeq = p.maxPagesPerSeq;
+        a.tokensPerPage = s.pageSize;
+        a.attentionScale = scale;
+        a.slidingWindowSize = s.window;
+        a.inputType = s.dtype;
+        a.qScale = p.qScale;
+        a.kScale = p.kScale;
+        a.vScale = p.vScale;
+        a.lse = lse;
+        return fn(a);
+    }
+    case Mode::kVit: {
+        VitArgs a;
+        a.q = q;
+        a.k = k;
+        a.v = v;
+        a.o = o;
+        a.cuSeqLens = cuQ;
+        a.totalSeqLen = p.totalQ;
+        a.maxSeqLen = p.maxQ;
+        a.batchSize = p.shape.batchSize;
+        a.attentionScale = scale;
+        a.inputType = s.dtype;
+        a.qScale = p.qScale;
+        a.kScale = p.kScale;
+        a.vScale = p.vScale;
+        a.lse = lse;
+        return fn(a);
+    }
+    }
+    return false;
+}
+
+template <class Args>
+bool dispatchRun(FmhaRunner& r, Args const& a) {
+    if constexpr (std::is_same_v<Args, PagedArgs>) {
+        return r.runPaged(a);
+    } else {
+        return r.run(a);
+    }
+}
+
+}  // namespace
+
+bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timingIters) {
+    auto cudaFail = [&](char const* what) {
+        cudaError_t err = cudaGetLastError();
+        if (error) *error = std::string(what) + ": " + cudaGetErrorString(err);
+        return false;
+    };
+    DeviceBuffer q, k, v, o, lse, cuQ, cuKV, table, bb, be;
+    if (!q.upload(p.q) || !k.upload(p.k) || !cuQ.upload(p.cuQ) || !cuKV.upload(p.cuKV))
+        return cudaFail("device upload");
+    if (!p.v.empty() && !v.upload(p.v)) return cudaFail("device upload");
+    if (!p.pageTable.empty() && !table.upload(p.pageTable)) return cudaFail("device upload");
+    if (!p.bidirBegin.empty() && (!bb.upload(p.bidirBegin) || !be.upload(p.bidirEnd)))
+        return cudaFail("device upload");
+    size_t const oBytes = static_cast<size_t>(p.oElems) * 2, lseBytes = static_cast<size_t>(p.lseElems) * 4;
+    if (!o.alloc(oBytes) || !lse.alloc(lseBytes)) return cudaFail("device alloc");
+    // Poison: all-ones bits are NaN in FP16, BF16 and FP32.
+    if (cudaMemset(o.ptr, 0xFF, oBytes) != cudaSuccess || cudaMemset(lse.ptr, 0xFF, lseBytes) != cudaSuccess)
+        return cudaFail("poison");
+    cudaStream_t stream = nullptr;
+    if (cudaStreamCreate(&stream) != cudaSuccess) return cudaFail("stream");
+    FmhaRunner runner(p.shape.numQHeads, p.shape.numKVHeads, p.shape.headDim, p.shape.batchSize, p.shape.seqLenQ,
+                      p.shape.kvCacheCapacity);
+    bool const bidir = !p.bidirBegin.empty();
+    auto launch = [&]() {
+        return withArgs(p, q.ptr, k.ptr, p.v.empty() ? nullptr : v.ptr, o.ptr, cuQ.as<int32_t>(),
+                        cuKV.as<int32_t>(), p.pageTable.empty() ? nullptr : table.as<int32_t>(),
+                        bidir ? bb.as<int32_t>() : nullptr, bidir ? be.as<int32_t>() : nullptr,
+                        p.spec.withLse ? lse.as<float>() : nullptr, [&](auto& a) {
+                            a.stream = stream;
+                            return dispatchRun(runner, a);
+                        });
+    };
+    bool ok = launch();
+    if (!ok) {
+        if (error) *error = lastError();
+        cudaStreamDestroy(stream);
+        return false;
+    }
+    if (cudaStreamSynchronize(stream) != cudaSuccess) {
+        cudaStreamDestroy(stream);
+        return cudaFail("kernel execution");
+    }
+    out->o.resize(static_cast<size_t>(p.oElems));
+    out->lse.assign(p.spec.withLse ? static_cast<size_t>(p.lseElems) : 0, 0.0F);
+    if (cudaMemcpy(out->o.data(), o.ptr, oBytes, cudaMemcpyDeviceToHost) != cudaSuccess) return cudaFail("download");
+    if (p.spec.withLse && cudaMemcpy(out->lse.data(), lse.ptr, lseBytes, cudaMemcpyDeviceToHost) != cudaSuccess)
+        return cudaFail("download");
+    if (timingIters > 0) {
+        for (int i = 0; i < 3; ++i) launch();
+        std::vector<float> ms;
+        cudaEvent_t e0, e1;
+        cudaEventCreate(&e0);
+        cudaEventCreate(&e1);
+        for (int i = 0; i < timingIters; ++i) {
+            cudaEventRecord(e0, stream);
+            launch();
+            cudaEventRecord(e1, stream);
+            cudaEventSynchronize(e1);
+            float t = 0;
+            cudaEventElapsedTime(&t, e0, e1);
+            ms.push_back(t);
+        }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+        std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+        out->medianMs = ms[ms.size() / 2];
+        if (cudaGetLastError() != cudaSuccess) {
+            cudaStreamDestroy(stream);
+            return cudaFail("timing");
+        }
+    }
+    cudaStreamDestroy(stream);
+    return true;
+}
+
+bool runReference(HostProblem const& p, ref::Options const& opt, ref::Result* out, std::string* error) {
+    ProblemSpec const& s = p.spec;
+    std::vector<float> lseDummy(1);
+    float* lse = s.withLse ? lseDummy.data() : nullptr;  // only its non-nullness matters
+    bool const bidir = !p.bidirBegin.empty();
+    return withArgs(p, p.q.data(), p.k.data(), p.v.empty() ? nullptr : p.v.data(), nullptr, p.cuQ.data(),
+                    p.cuKV.data(), p.pageTable.empty() ? nullptr : p.pageTable.data(),
+                    bidir ? p.bidirBegin.data() : nullptr, bidir ? p.bidirEnd.data() : nullptr, lse, [&](auto& a) {
+                        using A = std::decay_t<decltype(a)>;
+                        if constexpr (std::is_same_v<A, LlmArgs>) return ref::runLlm(p.shape, a, opt, *out, error);
+                        if constexpr (std::is_same_v<A, PagedArgs>) return ref::runPaged(p.shape, a, opt, *out, error);
+                        if constexpr (std::is_same_v<A, PagedRaggedArgs>)
+                            return ref::runPagedRagged(p.shape, a, opt, *out, error);
+                        if constexpr (std::is_same_v<A, VitArgs>) return ref::runVit(p.shape, a, opt, *out, error);
+                        return false;
+                    });
+}
+
+Verdict compare(HostProblem const& p, GpuResult const& gpu, ref::Result const& exact, ref::Result const& lowp,
+                double extraBound) {
+    Verdict v;
+    bool const bf16 = p.spec.dtype == DataType::kBF16;
+    double const range = p.spec.valueRange;
+    double const atol = (bf16 ? 4e-3 : 1e-3) * range;
+    double sumErr = 0, sumErrLowp = 0;
+    for (int64_t i = 0; i < p.oElems; ++i) {
+        uint16_t const bits = gpu.o[static_cast<size_t>(i)];
+        double const got = bf16 ? num::bf16ToFloat(bits) : num::halfToFloat(bits);
+        double const want = exact.o[static_cast<size_t>(i)];
+        double const lp = std::fabs(lowp.o[static_cast<size_t>(i)] - want);
+        if (!std::isfinite(got)) {
+            ++v.unwritten;
+            continue;
+        }
+        double const err = std::fabs(got - want);
+        v.maxErr = std::max(v.maxErr, err);
+        v.maxErrLowp = std::max(v.maxErrLowp, lp);
+        sumErr += err;
+        sumErrLowp += lp;
+    }
+    int64_t const n = std::max<int64_t>(1, p.oElems);
+    v.meanErr = sumErr / n;
+    double const meanLowp = sumErrLowp / n;
+    v.bound = 2 * v.maxErrLowp + atol + extraBound;
+    double const meanBound = 2 * meanLowp + 0.25 * atol + extraBound;
+    int64_t lseBad = 0;
+    if (p.spec.withLse) {
+        for (size_t i = 0; i < gpu.lse.size(); ++i) {
+            double const got = gpu.lse[i], want = exact.lse[i];
+            if (std::isinf(want) && want < 0) {
+                if (!(std::isinf(got) && got < 0)) ++lseBad;
+                continue;
+            }
+            double const err = std::fabs(got - want);
+            if (!(err <= 2e-3 * (1 + std::fabs(want)) + extraBound * 4)) ++lseBad;
+            if (std::isfinite(err)) v.maxLseErr = std::max(v.maxLseErr, err);
+            else ++lseBad;
+        }
+    }
+    v.pass = v.unwritten == 0 && v.maxErr <= v.bound && v.meanErr <= meanBound && lseBad == 0;
+    std::ostringstream os;
+    os << "max_err=" << v.maxErr << " (bound " << v.bound << ", same-precision ref " << v.maxErrLowp
+       << ") mean_err=" << v.meanErr << " (bound " << meanBound << ") lse_max_err=" << v.maxLseErr
+       << " lse_bad=" << lseBad << " non_finite=" << v.unwritten;
+    v.detail = os.str();
+    return v;
+}
+
+double countFlops(HostProblem const& p) {
+    ProblemSpec const& s = p.spec;
+    double pairs = 0;
+    for (size_t b = 0; b < s.lk.size(); ++b) {
+        int64_t const lq = s.lq[b], lk = s.lk[b], off = lk - lq;
+        bool const causal = s.mode != Mode::kVit && !(s.mode == Mode::kPaged && !s.causal);
+        for (int64_t i = 0; i < lq; ++i) {
+            int64_t lo = 0, hi = lk - 1;
+            if (causal) {
+                hi = std::min(hi, i + off);
+                if (s.window != INT_MAX) lo = std::max<int64_t>(0, i + off - s.window);
+            }
+            int64_t cnt = std::max<int64_t>(0, hi - lo + 1);
+            if (!p.bidirBegin.empty()) {
+                int64_t const bb = p.bidirBegin[b * s.lq[0] + i], be = std::min<int64_t>(p.bidirEnd[b * s.lq[0] + i], lk - 1);
+                if (bb >= 0 && be >= bb) {
+                    int64_t const ilo = std::max(lo, bb), ihi = std::min(hi, be);
+                    cnt += (be - bb + 1) - std::max<int64_t>(0, ihi - ilo + 1);
+                }
+            }
+            pairs += static_cast<double>(cnt);
+        }
+    }
+    return pairs * s.numQHeads * 4.0 * s.headDim;
+}
+
+}  // namespace fmha::harness
+
+namespace fmha::harness {
+
+void naiveAttention(HostProblem const& p, ref::Result* out) {
+    ProblemSpec const& s = p.spec;
+    int32_t const B = static_cast<int32_t>(s.lk.size()), Hq = s.numQHeads, Hkv = s.numKVHeads, D = s.headDim;
+    int32_t const group = Hq / Hkv;
+    DataType const t = s.dtype;
+    double const scale = attentionScaleOf(s);
+    bool const batchedQ = s.mode == Mode::kLlm || s.mode == Mode::kPaged;
+    int32_t const sq = batchedQ ? s.lq[0] : 0;
+    out->o.assign(static_cast<size_t>(p.oElems), 0.0);
+    out->lse.assign(static_cast<size_t>(p.lseElems), -INFINITY);
+    auto elem = [&](std::vector<uint8_t> const& buf, int64_t idx) { return ref::loadElement(buf.data(), idx, t); };
+    for (int32_t b = 0; b < B; ++b) {
+        int64_t const lq = s.lq[b], lk = s.lk[b];
+        int64_t const qRow0 = batchedQ ? int64_t{b} * sq : p.cuQ[b];
+        for (int32_t h = 0; h < Hq; ++h) {
+            int32_t const hk = h / group;
+            auto kIndex = [&](int64_t j, int which) -> int64_t {  // element index of K/V row j
+                switch (s.mode) {
+                case Mode::kLlm: return (((int64_t{b} * 2 + which) * Hkv + hk) * p.shape.kvCacheCapacity + j) * D;
+                case Mode::kVit: return ((p.cuQ[b] + j) * Hkv + hk) * D;
+                default: {
+                    int32_t const T = s.pageSize;
+                    int64_t const page = p.pageTable[(int64_t{b} * 2 + which) * p.maxPagesPerSeq + j / T];
+                    return ((page * T + j % T) * Hkv + hk) * D;
+                }
+                }
+            };
+            std::vector<uint8_t> const& vbuf = s.mode == Mode::kVit ? p.v : p.k;
+            // Score and mask matrices.
+            std::vector<double> S(static_cast<size_t>(lq * lk));
+            std::vector<char> M(static_cast<size_t>(lq * lk));
+            bool const causal = s.mode != Mode::kVit && !(s.mode == Mode::kPaged && !s.causal);
+            for (int64_t i = 0; i < lq; ++i)
+                for (int64_t j = 0; j < lk; ++j) {
+                    bool ok = !causal || j <= i + (lk - lq);
+                    if (causal && s.window != INT_MAX && j < i + (lk - lq) - s.window) ok = false;
+                    if (!p.bidirBegin.empty()) {
+                        int32_t const bb = p.bidirBegin[int64_t{b} * sq + i], be = p.bidirEnd[int64_t{b} * sq + i];
+                        if (bb >= 0 && j >= bb && j <= be) ok = true;
+                    }
+                    M[i * lk + j] = ok;
+                    double dot = 0;
+                    for (int32_t d = 0; d < D; ++d)
+                        dot += elem(p.q, ((qRow0 + i) * Hq + h) * D + d) * p.qScale *
+                               (elem(p.k, kIndex(j, 0) + d) * p.kScale);
+                    S[i * lk + j] = dot * scale;
+                }
+            for (int64_t i = 0; i < lq; ++i) {
+                double mx = -INFINITY;
+                for (int64_t j = 0; j < lk; ++j)
+                    if (M[i * lk + j]) mx = std::max(mx, S[i * lk + j]);
+                int64_t const oRow = ((qRow0 + i) * Hq + h) * D;
+                int64_t const lseIdx = batchedQ ? (int64_t{b} * Hq + h) * sq + i : int64_t{h} * p.totalQ + qRow0 + i;
+                if (mx == -INFINITY) continue;  // O stays 0, LSE -inf
+                double sum = 0;
+                for (int64_t j = 0; j < lk; ++j)
+                    if (M[i * lk + j]) sum += std::exp(S[i * lk + j] - mx);
+                for (int64_t j = 0; j < lk; ++j) {
+                    if (!M[i * lk + j]) continue;
+                    double const w = std::exp(S[i * lk + j] - mx) / sum;
+                    for (int32_t d = 0; d < D; ++d)
+                        out->o[static_cast<size_t>(oRow + d)] += w * elem(vbuf, kIndex(j, 1) + d) * p.vScale;
+                }
+                out->lse[static_cast<size_t>(lseIdx)] = mx + std::log(sum);
+            }
+        }
+    }
+}
+
+}  // namespace fmha::harness

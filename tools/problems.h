@@ -1,0 +1,89 @@
+// Test/CLI/benchmark harness: builds a random problem of any mode in host memory (with NaN
+// in every slot the kernels must not read), runs it on the GPU through the runner and on
+// the CPU through the reference, and compares the two.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fmha/fmha.h"
+#include "reference/reference.h"
+
+namespace fmha::harness {
+
+struct ProblemSpec {
+    Mode mode = Mode::kLlm;
+    DataType dtype = DataType::kHALF;
+    int32_t numQHeads = 8;
+    int32_t numKVHeads = 8;
+    int32_t headDim = 128;
+    // Per sequence query / key counts. LLM and paged modes need one common Lq (seqLenQ).
+    std::vector<int32_t> lq;
+    std::vector<int32_t> lk;
+    int32_t capacity = 0;       // LLM: cache capacity (0: largest Lk plus a few unused slots)
+    int32_t pageSize = 64;      // paged modes
+    int32_t sparepages = 3;     // unused pages in the pool (hold NaN)
+    bool causal = true;         // paged mode only
+    int32_t window = INT_MAX;
+    float skip = 0.0F;
+    bool bidirectional = false;  // paged mode: random vision runs
+    bool withLse = true;
+    float attentionScale = 0.0F;  // 0: 1/sqrt(D)
+    float valueRange = 1.0F;      // inputs uniform in [-valueRange, valueRange] (before quantisation)
+    uint64_t seed = 1;
+};
+
+struct HostProblem {
+    ProblemSpec spec;
+    ref::Shape shape;
+    std::vector<uint8_t> q, k, v;  // LLM: k = kv cache; paged: k = pool; ViT: k and v
+    std::vector<int32_t> cuQ, cuKV, pageTable, bidirBegin, bidirEnd;
+    int32_t totalQ = 0, maxQ = 0, numPages = 0, maxPagesPerSeq = 0;
+    float qScale = 1.0F, kScale = 1.0F, vScale = 1.0F;
+    int64_t oElems = 0;
+    int64_t lseElems = 0;
+    std::string describe() const;
+};
+
+HostProblem makeProblem(ProblemSpec const& spec);
+
+struct GpuResult {
+    std::vector<uint16_t> o;  // FP16 or BF16 bits
+    std::vector<float> lse;
+    float medianMs = 0.0F;
+};
+
+// Runs the problem through the runner (poisoned output first). timingIters > 0 also times
+// that many launches after warm-up and reports the median. False with *error on failure.
+bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timingIters = 0);
+
+bool runReference(HostProblem const& p, ref::Options const& opt, ref::Result* out, std::string* error);
+
+struct Verdict {
+    bool pass = false;
+    double maxErr = 0.0, meanErr = 0.0;  // kernel vs float64 reference
+    double maxErrLowp = 0.0;             // same-precision reference vs float64 reference
+    double bound = 0.0;                  // the allowed max error
+    double maxLseErr = 0.0;
+    int64_t unwritten = 0;               // NaN outputs
+    std::string detail;
+};
+
+// Tolerance (FA3-like): max error <= 2 x the same-precision reference's error + atol, mean
+// likewise; LSE within 1e-3 relative; every output finite. extraBound widens the max error
+// bound (skip-softmax's documented approximation error).
+Verdict compare(HostProblem const& p, GpuResult const& gpu, ref::Result const& exact, ref::Result const& lowp,
+                double extraBound = 0.0);
+
+// A second, naive evaluation of the same problem for cross-checking the reference:
+// materialises each (sequence, head) score matrix and its mask matrix in float64. No
+// skip-softmax, no precision emulation. O and LSE in the layouts of ref::Result.
+void naiveAttention(HostProblem const& p, ref::Result* out);
+
+// FLOPs of the problem (4 * D per allowed (query, key) pair, counted exactly).
+double countFlops(HostProblem const& p);
+
+bool gpuAvailable(std::string* why);
+
+}  // namespace fmha::harness
