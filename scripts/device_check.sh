@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over binaries built elsewhere: GPU tests, compute-sanitizer,
 # `fmha run`, and the benchmark with the cuDNN/FA2 comparison. Logs go to $OUT (or ./out).
-# usage: device_check.sh BIN_DIR [tests] [memcheck] [racecheck] [run] [bench] [quickbench]
+# usage: device_check.sh BIN_DIR [tests] [sass] [memcheck] [racecheck] [run] [bench] [quickbench]
 set -u
 bin=${1:?binary folder}
 shift
@@ -17,13 +17,26 @@ for what in "$@"; do
       nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/smi.txt"
       "$bin/fmha" info | tee "$out/info.txt"
       "$bin/fmha_gpu_tests" --gtest_brief=1 > "$out/gpu_tests.log" 2>&1 || status=1
-      grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED|tests ran|test seed" "$out/gpu_tests.log" | head -40
+      echo "-- default dispatch (Hopper family where it covers the shape)"
+      grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED|tests ran|test seed|Hopper family" "$out/gpu_tests.log" | head -40
+      echo "-- FMHA_KERNEL_FAMILY=portable"
+      FMHA_KERNEL_FAMILY=portable "$bin/fmha_gpu_tests" --gtest_brief=1 > "$out/gpu_tests_portable.log" 2>&1 || status=1
+      grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED|tests ran|test seed" "$out/gpu_tests_portable.log" | head -40
+      ;;
+    sass)
+      step "SASS: wgmma/mma instructions and local memory per kernel family"
+      cuobjdump --dump-sass "$bin/fmha" > "$out/sass.txt" 2>&1
+      echo "HGMMA: $(grep -c HGMMA "$out/sass.txt")  HMMA: $(grep -c 'HMMA\.' "$out/sass.txt")  LDL/STL: $(grep -cE '\b(LDL|STL)\b' "$out/sass.txt")"
+      rm -f "$out/sass.txt"
       ;;
     memcheck)
       step "compute-sanitizer memcheck, whole GPU suite"
       compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 \
         > "$out/memcheck.log" 2>&1 || status=1
       grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/memcheck.log" | tail -5
+      FMHA_KERNEL_FAMILY=portable compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fmha_gpu_tests" \
+        --gtest_brief=1 > "$out/memcheck_portable.log" 2>&1 || status=1
+      grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/memcheck_portable.log" | tail -5
       ;;
     racecheck)
       step "compute-sanitizer racecheck, subset"
@@ -31,6 +44,10 @@ for what in "$@"; do
         --gtest_filter='*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*ragged_fp8_d256_window*:*vit_fp16_d80*:*paged_fp16_d512_causal*:*llm_long_fp16_d64*:SkipSoftmax.*' \
         > "$out/racecheck.log" 2>&1 || status=1
       grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/racecheck.log" | tail -5
+      FMHA_KERNEL_FAMILY=portable compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/fmha_gpu_tests" \
+        --gtest_brief=1 --gtest_filter='*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*vit_fp16_d80*:*llm_long_fp16_d64*' \
+        > "$out/racecheck_portable.log" 2>&1 || status=1
+      grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/racecheck_portable.log" | tail -5
       ;;
     run)
       step "fmha run --device gpu --mode all"
@@ -47,4 +64,7 @@ for what in "$@"; do
     *) echo "unknown step $what"; status=2 ;;
   esac
 done
+# At most 8 files come back: keep the benchmark artefacts, pack every log into one archive.
+logs=$(cd "$out" && ls | grep -vE '^(bench\.json|bench\.md|bench\.png|ours\.json|logs\.tgz)$')
+if [ -n "$logs" ]; then (cd "$out" && tar czf logs.tgz $logs && rm -f $logs); fi
 exit $status

@@ -84,16 +84,19 @@ bool fmha_preflight_vit(fmha_runner* r, void* stream) {
 }
 
 bool fmha_can_implement(int32_t head_size, int32_t sm_version) {
+    fmha::detail::clearError();
     return fmha::FmhaRunner::canImplement(head_size, sm_version);
 }
 
 bool fmha_can_implement_paged_ragged(int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size,
                                      int32_t sm_version, int32_t input_type, int32_t mask_type) {
+    fmha::detail::clearError();
     return fmha::FmhaRunner::canImplementPagedRagged(num_q_heads, num_kv_heads, head_size, sm_version,
                                                      asType(input_type), static_cast<fmha::MaskType>(mask_type));
 }
 
 bool fmha_can_implement_vit(int32_t head_size, int32_t sm_version) {
+    fmha::detail::clearError();
     return fmha::FmhaRunner::canImplementViT(head_size, sm_version);
 }
 

@@ -1,7 +1,12 @@
-// Maps runtime (element, head dim, KV addressing) to the generated kernel instances.
+// Maps runtime (element, head dim, KV addressing, device) to the generated kernel instances.
 #include "dispatch.h"
 
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 #include "kernels/sm80/launch_sm80.h"
+#include "kernels/sm90/launch_sm90.h"
 
 namespace fmha::detail {
 
@@ -18,21 +23,66 @@ int kernelHeadDim(int d) {
     }
 }
 
+namespace {
+
+template <class Kernel>
+void fill(KernelOps* ops, char const* family) {
+    ops->launch = &Kernel::launch;
+    ops->prepare = &Kernel::prepare;
+    ops->probe = &Kernel::probe;
+    ops->smemBytes = Kernel::smemBytes();
+    ops->family = family;
+}
+
+// The Hopper family takes the native wgmma head dims only (no padding).
+bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, KernelOps* ops) {
+    (void)element;
+    (void)headDim;
+    (void)kv;
+    (void)ops;
+#define FMHA_SM90_INSTANCE(E, D, K)                                                                \
+    if (element == ElementKind::E && headDim == (D) && kv == KvAddressing::K) {                   \
+        fill<sm90::KernelSm90<ElementKind::E, D, KvAddressing::K>>(ops, "sm90");                  \
+        return true;                                                                               \
+    }
+#include "instances_sm90.inc"
+#undef FMHA_SM90_INSTANCE
+    return false;
+}
+
+std::atomic<int> gForcePortable{-1};  // -1: not decided yet (read the environment once)
+
+bool forcePortable() {
+    int v = gForcePortable.load(std::memory_order_relaxed);
+    if (v < 0) {
+        char const* env = std::getenv("FMHA_KERNEL_FAMILY");
+        v = env != nullptr && std::strcmp(env, "portable") == 0 ? 1 : 0;
+        gForcePortable.store(v, std::memory_order_relaxed);
+    }
+    return v == 1;
+}
+
+}  // namespace
+
+void setForcePortable(bool force) { gForcePortable.store(force ? 1 : 0, std::memory_order_relaxed); }
+
 bool findPortableKernel(ElementKind element, int headDim, KvAddressing kv, KernelOps* ops) {
     int const d = kernelHeadDim(headDim);
-#define FMHA_SM80_INSTANCE(E, D, K)                                                        \
-    if (element == ElementKind::E && d == (D) && kv == KvAddressing::K) {                  \
-        using Kernel = sm80::KernelSm80<ElementKind::E, D, KvAddressing::K>;               \
-        ops->launch = &Kernel::launch;                                                     \
-        ops->prepare = &Kernel::prepare;                                                   \
-        ops->probe = &Kernel::probe;                                                       \
-        ops->smemBytes = Kernel::smemBytes();                                              \
-        ops->family = "sm80";                                                              \
-        return true;                                                                       \
+#define FMHA_SM80_INSTANCE(E, D, K)                                                                \
+    if (element == ElementKind::E && d == (D) && kv == KvAddressing::K) {                         \
+        fill<sm80::KernelSm80<ElementKind::E, D, KvAddressing::K>>(ops, "sm80");                  \
+        return true;                                                                               \
     }
 #include "instances_sm80.inc"
 #undef FMHA_SM80_INSTANCE
     return false;
+}
+
+bool findKernel(ElementKind element, int headDim, KvAddressing kv, int smVersion, bool skipSoftmax,
+                KernelOps* ops) {
+    if (smVersion == 90 && !skipSoftmax && !forcePortable() && findHopperKernel(element, headDim, kv, ops))
+        return true;
+    return findPortableKernel(element, headDim, kv, ops);
 }
 
 }  // namespace fmha::detail

@@ -1,4 +1,5 @@
-// The one dispatch point: (element, head dim, KV addressing) -> a built kernel instance.
+// The one dispatch point: (element, head dim, KV addressing, device, features) -> a built
+// kernel instance of the Hopper family where it covers the combination, else the portable one.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -15,10 +16,18 @@ struct KernelOps {
     char const* family = "";
 };
 
-// Head dim as the kernels see it (multiple of 16); 0 for a head dim no kernel takes.
+// Head dim as the portable kernels see it (multiple of 16); 0 for a head dim no kernel takes.
 int kernelHeadDim(int headDim);
 
 // The portable instance for this combination, or false when none was built.
 bool findPortableKernel(ElementKind element, int headDim, KvAddressing kv, KernelOps* ops);
+
+// The kernel the runner launches on a device of smVersion. skipSoftmax variants run in the
+// portable family. FMHA_KERNEL_FAMILY=portable in the environment forces the portable family.
+bool findKernel(ElementKind element, int headDim, KvAddressing kv, int smVersion, bool skipSoftmax,
+                KernelOps* ops);
+
+// Overrides FMHA_KERNEL_FAMILY (tests run one problem through both families).
+void setForcePortable(bool force);
 
 }  // namespace fmha::detail

@@ -9,12 +9,15 @@
 namespace fmha {
 namespace {
 thread_local std::string tLastError;
+thread_local char const* tLastFamily = "";
 std::mutex gLogMutex;
 LogCallback gLog = nullptr;
 void* gLogUser = nullptr;
 }  // namespace
 
 char const* lastError() { return tLastError.c_str(); }
+
+char const* lastKernelFamily() { return tLastFamily; }
 
 void setLogCallback(LogCallback callback, void* user) {
     std::lock_guard<std::mutex> lock(gLogMutex);
@@ -58,6 +61,8 @@ bool fail(std::string const& msg) {
 }
 
 void clearError() { tLastError.clear(); }
+
+void setLastKernelFamily(char const* family) { tLastFamily = family; }
 
 }  // namespace detail
 }  // namespace fmha

@@ -8,5 +8,6 @@ namespace fmha::detail {
 // Records msg as this thread's last error, sends it to the log callback, returns false.
 bool fail(std::string const& msg);
 void clearError();
+void setLastKernelFamily(char const* family);
 
 }  // namespace fmha::detail

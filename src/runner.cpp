@@ -111,9 +111,9 @@ bool checkVariant(Common const& c, bool checkScales) {
     return true;
 }
 
-bool checkPaging(char const* mode, int32_t numPages, int32_t maxPagesPerSeq, int32_t tokensPerPage,
-                 int32_t kvCacheCapacity) {
-    if (numPages <= 0) return fail(cat(mode, ": numPages (", numPages, ") must be positive"));
+bool checkPaging(char const* mode, char const* numPagesName, int32_t numPages, int32_t maxPagesPerSeq,
+                 int32_t tokensPerPage, int32_t kvCacheCapacity) {
+    if (numPages <= 0) return fail(cat(mode, ": ", numPagesName, " (", numPages, ") must be positive"));
     if (maxPagesPerSeq <= 0) return fail(cat(mode, ": maxPagesPerSeq (", maxPagesPerSeq, ") must be positive"));
     if (tokensPerPage < FmhaRunner::kMinPageSize || tokensPerPage > FmhaRunner::kMaxPageSize ||
         (tokensPerPage & (tokensPerPage - 1)) != 0)
@@ -140,6 +140,13 @@ bool checkAligned(char const* mode, std::initializer_list<std::pair<char const*,
     return true;
 }
 
+// Index arrays (cu*, page list, bidirectional bounds) are read as int32.
+bool checkIndexAligned(char const* mode, std::initializer_list<std::pair<char const*, void const*>> ptrs) {
+    for (auto const& [name, p] : ptrs)
+        if (!aligned(p, 4)) return fail(cat(mode, ": ", name, " must be 4-byte aligned"));
+    return true;
+}
+
 bool checkLse(char const* mode, float const* lse) {
     if (lse != nullptr && !aligned(lse, 4)) return fail(cat(mode, ": lse must be 4-byte aligned"));
     return true;
@@ -148,14 +155,14 @@ bool checkLse(char const* mode, float const* lse) {
 // The kernel for this variant on the current device, its shared memory prepared once.
 bool selectKernel(Common const& c, detail::KernelOps* ops, cudaStream_t stream, bool preflight) {
     char const* mode = modeName(c.mode);
-    ElementKind element;
+    ElementKind element = ElementKind::kFp16;
     toElement(c.inputType, &element);
-    if (!detail::findPortableKernel(element, c.headDim, addressingOf(c.mode), ops))
-        return fail(cat(mode, ": no kernel built for ", dataTypeName(c.inputType), " head dim ", c.headDim));
     detail::DeviceInfo dev;
     if (!detail::currentDevice(&dev)) return false;
     if (dev.smVersion < 80)
         return fail(cat(mode, ": device ", dev.name, " is sm_", dev.smVersion, "; the kernels need sm_80 or newer"));
+    if (!detail::findKernel(element, c.headDim, addressingOf(c.mode), dev.smVersion, c.skip > 0.0F, ops))
+        return fail(cat(mode, ": no kernel built for ", dataTypeName(c.inputType), " head dim ", c.headDim));
     if (ops->smemBytes > dev.maxSmemOptin)
         return fail(cat(mode, ": the kernel needs ", ops->smemBytes, " bytes of shared memory; device ", dev.name,
                         " offers ", dev.maxSmemOptin));
@@ -192,6 +199,7 @@ bool selectKernel(Common const& c, detail::KernelOps* ops, cudaStream_t stream, 
 bool launch(detail::KernelOps const& ops, FmhaParams const& p, cudaStream_t stream, char const* mode) {
     cudaError_t err = ops.launch(p, stream);
     if (err != cudaSuccess) return fail(cat(mode, ": kernel launch failed: ", cudaGetErrorString(err)));
+    detail::setLastKernelFamily(ops.family);
     return true;
 }
 
@@ -267,7 +275,8 @@ bool FmhaRunner::run(LlmArgs const& a) {
     if (mSeqLenQ <= 0) return fail(cat(mode, ": seqLenQ (", mSeqLenQ, ") must be positive"));
     if (mKvCacheCapacity <= 0) return fail(cat(mode, ": kvCacheCapacity (", mKvCacheCapacity, ") must be positive"));
     if (!checkPointers(mode, {{"qPtr", a.q}, {"kvPtr", a.kv}, {"oPtr", a.o}, {"cuKVSeqLens", a.cuKVSeqLens}}) ||
-        !checkAligned(mode, {{"qPtr", a.q}, {"kvPtr", a.kv}, {"oPtr", a.o}}) || !checkLse(mode, a.lse))
+        !checkAligned(mode, {{"qPtr", a.q}, {"kvPtr", a.kv}, {"oPtr", a.o}}) || !checkLse(mode, a.lse) ||
+        !checkIndexAligned(mode, {{"cuKVSeqLens", a.cuKVSeqLens}}))
         return false;
     detail::KernelOps ops;
     if (!selectKernel(c, &ops, a.stream, false)) return false;
@@ -323,14 +332,18 @@ bool FmhaRunner::runPaged(PagedArgs const& a, DataType kvDataType) {
                         dataTypeName(a.inputType), "; fp8Input selects fp8e4m3)"));
     if (!checkBatch(mode, mBatchSize, vSplits(mHeadDim))) return false;
     if (mSeqLenQ <= 0) return fail(cat(mode, ": seqLenQ (", mSeqLenQ, ") must be positive"));
-    if (!checkPaging(mode, a.numPages, a.maxPagesPerSeq, a.tokensPerPage, mKvCacheCapacity)) return false;
+    if (!checkPaging(mode, "numPages", a.numPages, a.maxPagesPerSeq, a.tokensPerPage, mKvCacheCapacity)) return false;
     if (!checkPointers(mode,
                        {{"qPtr", a.q},
                         {"pagedKVPoolPtr", a.pool},
                         {"kvCachePageList", a.pageList},
                         {"oPtr", a.o},
                         {"cuKVSeqLens", a.cuKVSeqLens}}) ||
-        !checkAligned(mode, {{"qPtr", a.q}, {"pagedKVPoolPtr", a.pool}, {"oPtr", a.o}}) || !checkLse(mode, a.lse))
+        !checkAligned(mode, {{"qPtr", a.q}, {"pagedKVPoolPtr", a.pool}, {"oPtr", a.o}}) || !checkLse(mode, a.lse) ||
+        !checkIndexAligned(mode, {{"kvCachePageList", a.pageList},
+                                  {"cuKVSeqLens", a.cuKVSeqLens},
+                                  {"bidirectionalBlockBegin", a.bidirectionalBlockBegin},
+                                  {"bidirectionalBlockEnd", a.bidirectionalBlockEnd}}))
         return false;
     detail::KernelOps ops;
     if (!selectKernel(c, &ops, a.stream, false)) return false;
@@ -377,7 +390,7 @@ bool FmhaRunner::run(PagedRaggedArgs const& a) {
     if (a.totalQSeqLen <= 0) return fail(cat(mode, ": totalQSeqLen (", a.totalQSeqLen, ") must be positive"));
     if (a.maxQSeqLen <= 0 || a.maxQSeqLen > a.totalQSeqLen)
         return fail(cat(mode, ": maxQSeqLen (", a.maxQSeqLen, ") must be in [1, totalQSeqLen = ", a.totalQSeqLen, "]"));
-    if (!checkPaging(mode, a.numFlatPages, a.maxPagesPerSeq, a.tokensPerPage, mKvCacheCapacity)) return false;
+    if (!checkPaging(mode, "numFlatPages", a.numFlatPages, a.maxPagesPerSeq, a.tokensPerPage, mKvCacheCapacity)) return false;
     if (!checkPointers(mode,
                        {{"qPtr", a.q},
                         {"pagedKVPoolPtr", a.pool},
@@ -385,7 +398,10 @@ bool FmhaRunner::run(PagedRaggedArgs const& a) {
                         {"oPtr", a.o},
                         {"cuQSeqLens", a.cuQSeqLens},
                         {"cuKVSeqLens", a.cuKVSeqLens}}) ||
-        !checkAligned(mode, {{"qPtr", a.q}, {"pagedKVPoolPtr", a.pool}, {"oPtr", a.o}}) || !checkLse(mode, a.lse))
+        !checkAligned(mode, {{"qPtr", a.q}, {"pagedKVPoolPtr", a.pool}, {"oPtr", a.o}}) || !checkLse(mode, a.lse) ||
+        !checkIndexAligned(mode, {{"kvCachePageList", a.pageList},
+                                  {"cuQSeqLens", a.cuQSeqLens},
+                                  {"cuKVSeqLens", a.cuKVSeqLens}}))
         return false;
     detail::KernelOps ops;
     if (!selectKernel(c, &ops, a.stream, false)) return false;
@@ -438,7 +454,8 @@ bool FmhaRunner::run(VitArgs const& a) {
     if (a.maxSeqLen <= 0 || a.maxSeqLen > a.totalSeqLen)
         return fail(cat(mode, ": maxSeqLen (", a.maxSeqLen, ") must be in [1, totalSeqLen = ", a.totalSeqLen, "]"));
     if (!checkPointers(mode, {{"qPtr", a.q}, {"kPtr", a.k}, {"vPtr", a.v}, {"oPtr", a.o}, {"cuSeqLens", a.cuSeqLens}}) ||
-        !checkAligned(mode, {{"qPtr", a.q}, {"kPtr", a.k}, {"vPtr", a.v}, {"oPtr", a.o}}) || !checkLse(mode, a.lse))
+        !checkAligned(mode, {{"qPtr", a.q}, {"kPtr", a.k}, {"vPtr", a.v}, {"oPtr", a.o}}) || !checkLse(mode, a.lse) ||
+        !checkIndexAligned(mode, {{"cuSeqLens", a.cuSeqLens}}))
         return false;
     detail::KernelOps ops;
     if (!selectKernel(c, &ops, a.stream, false)) return false;
@@ -467,7 +484,7 @@ bool FmhaRunner::run(VitArgs const& a) {
 // ---------------------------------------------------------------- static predicates
 
 bool FmhaRunner::canImplementMode(Mode mode, DataType inputType, int32_t headSize, int32_t smVersion) {
-    ElementKind element;
+    ElementKind element = ElementKind::kFp16;
     detail::KernelOps ops;
     return smVersion >= 80 && detail::buildCoversSm(smVersion) && headDimSupported(mode, headSize) &&
            toElement(inputType, &element) && detail::findPortableKernel(element, headSize, addressingOf(mode), &ops);

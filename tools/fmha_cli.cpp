@@ -261,7 +261,7 @@ int cmdRun(Flags& f) {
                 detail = " " + v.detail;
                 double const tflops = harness::countFlops(p) / (ms * 1e-3) / 1e12;
                 char buf[64];
-                std::snprintf(buf, sizeof buf, " %.1f TFLOPS", tflops);
+                std::snprintf(buf, sizeof buf, " %.1f TFLOPS [%s]", tflops, gpu.family.c_str());
                 detail = buf + detail;
             }
             verdict = ok ? "PASS" : "FAIL";
@@ -362,8 +362,8 @@ int cmdBench(Flags& f) {
     detail::currentDevice(&dev);
     std::ostringstream json;
     json << "[\n";
-    std::printf("%-6s %-5s %4s %5s %3s %5s %6s %6s %-6s %5s %9s %8s\n", "mode", "dtype", "D", "H", "Hkv", "B", "Lq",
-                "Lk", "mask", "page", "ms", "TFLOPS");
+    std::printf("%-6s %-5s %4s %5s %3s %5s %6s %6s %-6s %5s %9s %8s %s\n", "mode", "dtype", "D", "H", "Hkv", "B",
+                "Lq", "Lk", "mask", "page", "ms", "TFLOPS", "family");
     int failures = 0;
     for (size_t i = 0; i < rows.size(); ++i) {
         BenchRow& r = rows[i];
@@ -379,16 +379,17 @@ int cmdBench(Flags& f) {
         }
         double const tflops = harness::countFlops(p) / (gpu.medianMs * 1e-3) / 1e12;
         bool const paged = r.spec.mode == Mode::kPaged || r.spec.mode == Mode::kPagedRagged;
-        std::printf("%-6s %-5s %4d %5d %3d %5zu %6d %6d %-6s %5d %9.3f %8.1f\n", modeName(r.spec.mode),
+        std::printf("%-6s %-5s %4d %5d %3d %5zu %6d %6d %-6s %5d %9.3f %8.1f %s\n", modeName(r.spec.mode),
                     dataTypeName(dtype), r.spec.headDim, r.spec.numQHeads, r.spec.numKVHeads, r.spec.lk.size(),
-                    r.spec.lq[0], r.spec.lk[0], r.mask.c_str(), paged ? r.spec.pageSize : 0, gpu.medianMs, tflops);
+                    r.spec.lq[0], r.spec.lk[0], r.mask.c_str(), paged ? r.spec.pageSize : 0, gpu.medianMs, tflops,
+                    gpu.family.c_str());
         json << (i ? ",\n" : "") << "  {\"mode\": \"" << modeName(r.spec.mode) << "\", \"dtype\": \""
              << dataTypeName(dtype) << "\", \"head_dim\": " << r.spec.headDim << ", \"heads\": " << r.spec.numQHeads
              << ", \"kv_heads\": " << r.spec.numKVHeads << ", \"batch\": " << r.spec.lk.size()
              << ", \"lq\": " << r.spec.lq[0] << ", \"lk\": " << r.spec.lk[0] << ", \"mask\": \"" << r.mask
              << "\", \"page_size\": " << (paged ? r.spec.pageSize : 0) << ", \"ours_ms\": " << gpu.medianMs
              << ", \"ours_tflops\": " << tflops << ", \"flops\": " << harness::countFlops(p)
-             << ", \"family\": \"sm80\", \"device\": \"" << dev.name << "\", \"date\": \"" << today()
+             << ", \"family\": \"" << gpu.family << "\", \"device\": \"" << dev.name << "\", \"date\": \"" << today()
              << "\", \"commit\": \"" << commit << "\"}";
     }
     json << "\n]\n";

@@ -81,9 +81,13 @@ std::string HostProblem::describe() const {
     return os.str();
 }
 
-HostProblem makeProblem(ProblemSpec const& spec) {
+HostProblem makeProblem(ProblemSpec const& specIn) {
     HostProblem p;
-    p.spec = spec;
+    p.spec = specIn;
+    ProblemSpec& spec = p.spec;
+    if ((spec.mode == Mode::kLlm || spec.mode == Mode::kPaged) && !spec.lq.empty())  // one S_q for all
+        spec.lq.assign(spec.lk.size(), spec.lq[0]);
+    if (spec.mode == Mode::kVit) spec.lk = spec.lq;
     std::mt19937_64 rng(spec.seed);
     std::uniform_real_distribution<float> uni(-spec.valueRange, spec.valueRange);
     DataType const t = spec.dtype;
@@ -340,6 +344,7 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
         cudaStreamDestroy(stream);
         return false;
     }
+    out->family = lastKernelFamily();
     if (cudaStreamSynchronize(stream) != cudaSuccess) {
         cudaStreamDestroy(stream);
         return cudaFail("kernel execution");

@@ -18,7 +18,8 @@ struct ProblemSpec {
     int32_t numQHeads = 8;
     int32_t numKVHeads = 8;
     int32_t headDim = 128;
-    // Per sequence query / key counts. LLM and paged modes need one common Lq (seqLenQ).
+    // Per sequence query / key counts. LLM and paged modes take lq[0] for every sequence
+    // (one seqLenQ); ViT takes lk = lq.
     std::vector<int32_t> lq;
     std::vector<int32_t> lk;
     int32_t capacity = 0;       // LLM: cache capacity (0: largest Lk plus a few unused slots)
@@ -52,6 +53,7 @@ struct GpuResult {
     std::vector<uint16_t> o;  // FP16 or BF16 bits
     std::vector<float> lse;
     float medianMs = 0.0F;
+    std::string family;  // kernel family that ran
 };
 
 // Runs the problem through the runner (poisoned output first). timingIters > 0 also times

@@ -26,6 +26,10 @@ char const* modeName(Mode m);
 // The reason of the last failed call on this thread; "" after a call that succeeded.
 char const* lastError();
 
+// The kernel family of this thread's last successful run* call: "sm90" (Hopper wgmma
+// kernels) or "sm80" (the portable mma.sync kernels); "" before any.
+char const* lastKernelFamily();
+
 // Optional sink for every error message (any thread). Pass nullptr to remove it.
 using LogCallback = void (*)(char const* message, void* user);
 void setLogCallback(LogCallback callback, void* user);

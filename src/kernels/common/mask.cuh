@@ -68,31 +68,30 @@ struct MaskPolicy {
     __device__ bool empty() const { return nBlockMax <= nBlockMin; }
     __device__ bool tileNeedsMask(int32_t n) const { return n >= nUnmaskedHiEnd || n < nUnmaskedLoBegin; }
 
-    // Row-constant part of the predicate, computed once per row and tile.
+    // Row-constant part of the predicate, computed once per row. Bounds are clamped into
+    // [-1, Lk] so that they fit int32 (keys are int32: Lk < 2^31 - kBlockN is validated).
     struct Row {
-        int64_t lo, hi;     // causal/window keys [lo, hi]
-        int64_t bLo, bHi;   // bidirectional keys [bLo, bHi] (bLo > bHi: none)
+        int32_t lo, hi;    // causal/window keys [lo, hi]
+        int32_t bLo, bHi;  // bidirectional keys [bLo, bHi] (bLo > bHi: none)
     };
+    __device__ static Row none() { return Row{1, 0, 1, 0}; }
     __device__ Row row(int32_t i) const {
-        Row r;
-        r.lo = 0;
-        r.hi = static_cast<int64_t>(lk) - 1;
+        int64_t lo = 0, hi = static_cast<int64_t>(lk) - 1;
         if (causal) {
-            r.hi = min(r.hi, i + off);
-            if (window != INT32_MAX) r.lo = i + off - window;
+            hi = min(hi, i + off);
+            if (window != INT32_MAX) lo = max(i + off - window, int64_t{-1});
         }
-        r.bLo = 1;
-        r.bHi = 0;
+        Row r{static_cast<int32_t>(lo), static_cast<int32_t>(max(hi, int64_t{-1})), 1, 0};
         if (hasBidir) {
             int32_t const bb = bidirBegin[i], be = bidirEnd[i];
             if (bb >= 0) {
                 r.bLo = bb;
-                r.bHi = min(static_cast<int64_t>(be), static_cast<int64_t>(lk) - 1);
+                r.bHi = min(be, lk - 1);
             }
         }
         return r;
     }
-    __device__ static bool allowed(Row const& r, int64_t j) {
+    __device__ static bool allowed(Row const& r, int32_t j) {
         return (j >= r.lo && j <= r.hi) || (j >= r.bLo && j <= r.bHi);
     }
 };

@@ -10,21 +10,13 @@
 #include "kernels/common/mask.cuh"
 #include "kernels/common/seqlen.cuh"
 #include "kernels/common/softmax.cuh"
-#include "kernels/sm80/epilogue_sm80.cuh"
+#include "kernels/common/store_output.cuh"
+#include "kernels/common/tile_load.cuh"
 #include "kernels/sm80/mainloop_sm80.cuh"
 #include "kernels/sm80/tile_sm80.h"
 #include "params.h"
 
 namespace fmha::sm80 {
-
-template <ElementKind kElem>
-struct ElemOf;
-template <>
-struct ElemOf<ElementKind::kFp16> { using type = __half; };
-template <>
-struct ElemOf<ElementKind::kBf16> { using type = __nv_bfloat16; };
-template <>
-struct ElemOf<ElementKind::kFp8> { using type = __nv_fp8_e4m3; };
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
 __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(FmhaParams const p) {
@@ -33,9 +25,10 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
     using ET = ElemTraits<Elem>;
     using Compute = typename ET::Compute;
     using Out = typename ET::Out;
-    using Mma = typename ET::Mma;
+    using Mma = typename MmaOf<Elem>::type;
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kDv = Tile::kHeadDimV;
-    constexpr int kNT = kBlockN / 8;  // n-tiles of 8 keys per warp row block
+    constexpr int kMT = Tile::kMTiles, kRows = 2 * kMT;  // m16 tiles per warp; rows per thread
+    constexpr int kNT = kBlockN / 8;                     // n-tiles of 8 keys
 
     extern __shared__ __align__(16) unsigned char smemRaw[];
     Compute* sQ = reinterpret_cast<Compute*>(smemRaw);
@@ -78,20 +71,22 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
     MaskPolicy<kBlockN> const mask(p, seq, b, m0, m1, bidirLo, bidirHi);
 
     int64_t const rowStride = static_cast<int64_t>(p.numQHeads) * D;  // elements between Q/O rows
-    int const warpRow0 = m0 + warp * 16;
-    int const warpRows = max(0, min(16, m1 - warpRow0));
+    int const warpRow0 = m0 + warp * Tile::kWarpRows;
+    int const warpRows = max(0, min(Tile::kWarpRows, m1 - warpRow0));
     Out* gO = static_cast<Out*>(p.o) + (seq.qBegin + warpRow0) * rowStride + static_cast<int64_t>(hq) * D +
               vSplit * kDv;
     int const outCols = min(kDv, D - vSplit * kDv);
-    Out* sStage = reinterpret_cast<Out*>(sQ + warp * 16 * Tile::kStrideQK);
+    Out* sStage = reinterpret_cast<Out*>(sQ + warp * Tile::kWarpRows * Tile::kStrideQK);
     float* gLse = p.lse == nullptr ? nullptr
                                    : p.lse + static_cast<int64_t>(b) * p.lseBatchStride +
                                          static_cast<int64_t>(hq) * p.lseHeadStride + (p.lsePacked ? seq.qBegin : 0);
 
-    float o[kDv / 8][4];
+    float o[kMT][kDv / 8][4];
 #pragma unroll
-    for (int nt = 0; nt < kDv / 8; ++nt) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.0F;
-    OnlineSoftmax<2> softmax;
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kDv / 8; ++nt) o[mt][nt][0] = o[mt][nt][1] = o[mt][nt][2] = o[mt][nt][3] = 0.0F;
+    OnlineSoftmax<kRows> softmax;
     softmax.init();
 
     if (!mask.empty()) {
@@ -107,7 +102,8 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                 int const j = n * kBlockN + r;
                 return j < seq.lk ? kv.row(false, j) : nullptr;
             };
-            loadTile<Elem, kBlockN, kHeadDim / 8, Tile::kStrideQK, Tile::kNThreads>(sK, row, 0, D / 8, p.k, tid);
+            auto dst = [&](int r, int c) { return sK + r * Tile::kStrideQK + c * 8; };
+            loadTile<Elem, kBlockN, kHeadDim / 8, Tile::kNThreads>(row, dst, 0, D / 8, p.k, tid);
             cute::cp_async_fence();
         };
         auto loadV = [&](int n) {
@@ -115,28 +111,18 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                 int const j = n * kBlockN + r;
                 return j < seq.lk ? kv.row(true, j) : nullptr;
             };
-            loadTile<Elem, kBlockN, kDv / 8, Tile::kStrideV, Tile::kNThreads>(sV, row, vSplit * kDv / 8, D / 8,
-                                                                             p.k, tid);
+            auto dst = [&](int r, int c) { return sV + r * Tile::kStrideV + c * 8; };
+            loadTile<Elem, kBlockN, kDv / 8, Tile::kNThreads>(row, dst, vSplit * kDv / 8, D / 8, p.k, tid);
             cute::cp_async_fence();
         };
 
-        loadTile<Elem, kBlockM, kHeadDim / 8, Tile::kStrideQK, Tile::kNThreads>(sQ, qRow, 0, D / 8, p.q, tid);
+        auto dstQ = [&](int r, int c) { return sQ + r * Tile::kStrideQK + c * 8; };
+        loadTile<Elem, kBlockM, kHeadDim / 8, Tile::kNThreads>(qRow, dstQ, 0, D / 8, p.q, tid);
         loadK(mask.nBlockMax - 1);
 
         // Per-row mask data, fixed for the whole loop; rows past Lq allow nothing.
-        typename MaskPolicy<kBlockN>::Row rowMask[2];
-        bool rowLive[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            int const i = warpRow0 + g + 8 * r;
-            rowLive[r] = i < seq.lq;
-            if (rowLive[r]) {
-                rowMask[r] = mask.row(i);
-            } else {
-                rowMask[r].lo = rowMask[r].bLo = 1;
-                rowMask[r].hi = rowMask[r].bHi = 0;
-            }
-        }
+        // Thread row r is warp row (r / 2) * 16 + g + 8 * (r % 2).
+        auto rowIndex = [&](int r) { return warpRow0 + (r / 2) * 16 + g + 8 * (r % 2); };
         bool const skipOn = p.skipFactor > 0.0F && p.skipFactor < static_cast<float>(seq.lk);
         float const skipLog2 = skipOn ? log2f(p.skipFactor / static_cast<float>(seq.lk)) : 0.0F;
 
@@ -144,65 +130,84 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             cute::cp_async_wait<0>();
             __syncthreads();  // K(n) landed; every warp is done with V(n+1)
             loadV(n);
-            float s[kNT][4];
-            gemmQK<Compute, Mma, kHeadDim, kBlockN, Tile::kStrideQK>(sQ + warp * 16 * Tile::kStrideQK, sK, lane, s);
-            if (masked) {
+            float s[kMT][kNT][4];
+            gemmQK<Compute, Mma, kMT, kHeadDim, kBlockN, Tile::kStrideQK>(
+                sQ + warp * Tile::kWarpRows * Tile::kStrideQK, sK, lane, s);
+            if (masked) {  // row bounds are recomputed here rather than held across the loop
+#pragma unroll
+                for (int r = 0; r < kRows; ++r) {
+                    int const i = rowIndex(r);
+                    auto const rm = i < seq.lq ? mask.row(i) : MaskPolicy<kBlockN>::none();
+                    int const mt = r / 2, half = r % 2;
+#pragma unroll
+                    for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            int32_t const j = n * kBlockN + nt * 8 + 2 * t + e;
+                            if (!MaskPolicy<kBlockN>::allowed(rm, j)) s[mt][nt][2 * half + e] = -INFINITY;
+                        }
+                }
+            }
+            float sr[kRows][kNT * 2];
+#pragma unroll
+            for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
                 for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        int64_t const j = static_cast<int64_t>(n) * kBlockN + nt * 8 + 2 * t + (e & 1);
-                        if (!MaskPolicy<kBlockN>::allowed(rowMask[e / 2], j)) s[nt][e] = -INFINITY;
-                    }
-            }
-            float sr[2][kNT * 2];
-#pragma unroll
-            for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) sr[e / 2][nt * 2 + (e & 1)] = s[nt][e];
-            float tileMax[2];
-            OnlineSoftmax<2>::tileMax(sr, tileMax);
+                    for (int e = 0; e < 4; ++e) sr[2 * mt + e / 2][nt * 2 + (e & 1)] = s[mt][nt][e];
+            float tileMax[kRows];
+            OnlineSoftmax<kRows>::tileMax(sr, tileMax);
             bool skip = false;
+            uint32_t pa[kMT][kNT / 2][4];
             if (skipOn) {
                 bool mine = true;
 #pragma unroll
-                for (int r = 0; r < 2; ++r)
-                    mine = mine && (!rowLive[r] || softmax.rowNegligible(r, tileMax[r], p.scaleLog2, skipLog2));
-                skip = __all_sync(0xffffffffu, mine);  // the warp's 16 rows decide together
+                for (int r = 0; r < kRows; ++r)
+                    mine = mine && (rowIndex(r) >= seq.lq || softmax.rowNegligible(r, tileMax[r], p.scaleLog2, skipLog2));
+                skip = __all_sync(0xffffffffu, mine);  // the warp's rows decide together
             }
             if (!skip) {
-                float rescale[2];
+                float rescale[kRows];
                 softmax.update(sr, tileMax, p.scaleLog2, rescale);
 #pragma unroll
-                for (int nt = 0; nt < kNT; ++nt)
+                for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) s[nt][e] = sr[e / 2][nt * 2 + (e & 1)];
+                    for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-                for (int nt = 0; nt < kDv / 8; ++nt) {
-                    o[nt][0] *= rescale[0];
-                    o[nt][1] *= rescale[0];
-                    o[nt][2] *= rescale[1];
-                    o[nt][3] *= rescale[1];
+                        for (int e = 0; e < 4; ++e) s[mt][nt][e] = sr[2 * mt + e / 2][nt * 2 + (e & 1)];
+                packP<ET, kMT, kBlockN>(s, pa);
+#pragma unroll
+                for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+                    for (int nt = 0; nt < kDv / 8; ++nt) {
+                        o[mt][nt][0] *= rescale[2 * mt];
+                        o[mt][nt][1] *= rescale[2 * mt];
+                        o[mt][nt][2] *= rescale[2 * mt + 1];
+                        o[mt][nt][3] *= rescale[2 * mt + 1];
+                    }
                 }
             }
             cute::cp_async_wait<0>();
             __syncthreads();  // V(n) landed; every warp is done with K(n)
             if (n > mask.nBlockMin) loadK(n - 1);
-            if (!skip) gemmPV<ET, Mma, kDv, kBlockN, Tile::kStrideV>(s, sV, lane, o);
+            if (!skip) gemmPV<Compute, Mma, kMT, kDv, kBlockN, Tile::kStrideV>(pa, sV, lane, o);
         };
 
         for (int n = mask.nBlockMax - 1; n >= mask.nBlockMin; --n) step(n, mask.tileNeedsMask(n));
         __syncthreads();  // the epilogue reuses Q's shared memory
     }
 
-    float invSum[2], lse[2];
+    float invSum[kRows], lse[kRows], scaleOut[kRows];
     softmax.finalize(p.scale, invSum, lse);
-    float const scaleOut[2] = {invSum[0] * p.outScale, invSum[1] * p.outScale};
-    storeOutput<ET, kDv, Tile::kStrideQK>(o, scaleOut, sStage, lane, gO, rowStride, warpRows, outCols);
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) scaleOut[r] = invSum[r] * p.outScale;
+    storeOutput<ET, kMT, kDv, Tile::kStrideQK>(o, scaleOut, sStage, lane, gO, rowStride, warpRows, outCols);
     if (gLse != nullptr && vSplit == 0 && t == 0) {
 #pragma unroll
-        for (int r = 0; r < 2; ++r)
-            if (g + 8 * r < warpRows) gLse[warpRow0 + g + 8 * r] = lse[r];
+        for (int r = 0; r < kRows; ++r) {
+            int const row = (r / 2) * 16 + g + 8 * (r % 2);
+            if (row < warpRows) gLse[warpRow0 + row] = lse[r];
+        }
     }
 }
 

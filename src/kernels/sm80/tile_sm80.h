@@ -15,13 +15,20 @@ struct TileSm80 {
     // (each recomputes Q.K^T, the price of staying spill-free).
     static constexpr int kHeadDimV = kHeadDim > 256 ? 256 : kHeadDim;
     static constexpr int kVSplits = kHeadDim / kHeadDimV;
-    // One warp owns 16 query rows. Up to D=128 eight warps share each K/V tile (more reuse
-    // of the smem tile per load); beyond, four warps keep smem per CTA under ~120 KB.
-    static constexpr int kNWarps = kHeadDim <= 128 ? 8 : 4;
+    // Query rows a warp owns, in m16 tiles. Each K/V fragment read from shared memory feeds
+    // kMTiles MMAs: with one m-tile a warp needs 512 B of ldmatrix per 8 KFLOP, which caps
+    // mma.sync at about half its rate on Hopper's 128 B/clk shared memory; two halve that.
+    // Two m-tiles hold 2 x (D/8) x 4 FP32 accumulators: 128 registers at D=128, so D=256
+    // (and the 256-column halves of D=512) keep one.
+    static constexpr int kMTiles = kHeadDim <= 128 ? 2 : 1;
+    static constexpr int kNWarps = 4;
     static constexpr int kNThreads = kNWarps * 32;
-    static constexpr int kBlockM = 16 * kNWarps;
+    static constexpr int kWarpRows = 16 * kMTiles;
+    static constexpr int kBlockM = kWarpRows * kNWarps;
+    // Keys per tile. Two m-tiles at D=80..128 hold 2 x (D/8) x 4 output accumulators
+    // (80-128 registers); 64-key scores (64 more) then spill, 32-key scores do not.
     // D=512: 32-key tiles keep Q (66 KB) + K (33 KB) + V (17 KB) within one SM's 227 KB.
-    static constexpr int kBlockN = kHeadDim > 256 ? 32 : 64;
+    static constexpr int kBlockN = (kHeadDim > 256 || (kMTiles == 2 && kHeadDim > 64)) ? 32 : 64;
     // Rows padded by 16 bytes: an odd number of 16-byte chunks per row makes the 8 row
     // addresses of each ldmatrix fall in 8 different bank groups (no conflicts, no swizzle).
     static constexpr int kStrideQK = kHeadDim + 8;

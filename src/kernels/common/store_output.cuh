@@ -1,0 +1,37 @@
+// Epilogue store shared by both families: normalise a warp's accumulators (mma.sync and
+// wgmma share the per-warp C layout), stage its rows in shared memory, store them with
+// 16-byte writes.
+#pragma once
+
+#include <cstdint>
+
+namespace fmha {
+
+// o: kMT m16 tiles of the warp's accumulators; scale[2*mt + r]: per-row factor (1/sum
+// times vScale; 0 for an empty row, so that it writes zeros). sStage: the warp's kMT*16
+// rows of shared memory (stride kStride). Rows >= rows and columns >= cols are not written.
+template <class Traits, int kMT, int kHeadDimV, int kStride>
+__device__ inline void storeOutput(float const (&o)[kMT][kHeadDimV / 8][4], float const (&scale)[2 * kMT],
+                                   typename Traits::Out* sStage, int lane, typename Traits::Out* gOut,
+                                   int64_t rowStride, int rows, int cols) {
+    int const g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kHeadDimV / 8; ++nt)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                float const f = scale[2 * mt + r];
+                uint32_t const v = Traits::pack(o[mt][nt][2 * r] * f, o[mt][nt][2 * r + 1] * f);
+                *reinterpret_cast<uint32_t*>(sStage + (mt * 16 + g + 8 * r) * kStride + nt * 8 + 2 * t) = v;
+            }
+    __syncwarp();
+    int const chunks = cols / 8;
+    for (int idx = lane; idx < rows * chunks; idx += 32) {
+        int const r = idx / chunks, c = idx % chunks;
+        *reinterpret_cast<uint4*>(gOut + r * rowStride + c * 8) =
+            *reinterpret_cast<uint4 const*>(sStage + r * kStride + c * 8);
+    }
+}
+
+}  // namespace fmha

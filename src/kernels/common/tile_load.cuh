@@ -1,0 +1,67 @@
+// Global -> shared tile loads shared by both kernel families: cp.async (zero-filling) for
+// 16-bit input, dequantising register loads for FP8. The shared-memory layout (padded rows,
+// 128-byte swizzle) is the caller's: dst(row, chunk) gives the address of 8 elements.
+#pragma once
+
+#include <cstdint>
+
+#include <cute/arch/copy_sm80.hpp>
+
+#include "kernels/common/elem.cuh"
+
+namespace fmha {
+
+// Loads rows [0, kRows) x chunks [0, kChunks) of 8 elements. rowPtr(r) gives the row's
+// first byte or null (zeros); chunk c reads global chunk chunk0 + c and is zero past
+// validChunks. fallback is any valid global address, handed to zero-filling cp.async so
+// that no wild address is ever formed.
+template <class Elem, int kRows, int kChunks, int kNThreads, class RowPtr, class Dst>
+__device__ inline void loadTile(RowPtr const& rowPtr, Dst const& dst, int chunk0, int validChunks,
+                                void const* fallback, int tid) {
+    constexpr int kTotal = kRows * kChunks;
+    // Batches: the row addresses of a batch (page-table reads for paged KV) are all in flight
+    // before the first copy depends on one. FP8 loads go through registers, one at a time.
+    constexpr int kBatch = ElemTraits<Elem>::kBytes == 2 ? 4 : 1;
+#pragma unroll 1
+    for (int base = tid; base < kTotal; base += kBatch * kNThreads) {
+        char const* row[kBatch];
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) {
+            int const idx = base + k * kNThreads;
+            row[k] = idx < kTotal ? rowPtr(idx / kChunks) : nullptr;
+        }
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) {
+            int const idx = base + k * kNThreads;
+            if (idx >= kTotal) break;
+            int const r = idx / kChunks, c = idx % kChunks;
+            int const gc = chunk0 + c;
+            bool const valid = row[k] != nullptr && gc < validChunks;
+            void* d = dst(r, c);
+            if constexpr (ElemTraits<Elem>::kBytes == 2) {
+                auto const* src = reinterpret_cast<cute::uint128_t const*>(valid ? row[k] + gc * 16 : fallback);
+                cute::SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<cute::uint128_t>::copy(
+                    *src, *reinterpret_cast<cute::uint128_t*>(d), valid);
+            } else {
+                uint4 out = make_uint4(0, 0, 0, 0);
+                if (valid) {
+                    uint2 const raw = *reinterpret_cast<uint2 const*>(row[k] + gc * 8);
+                    uint32_t const words[2] = {raw.x, raw.y};
+                    uint32_t* o = &out.x;
+#pragma unroll
+                    for (int w = 0; w < 2; ++w) {
+                        __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2(
+                            static_cast<__nv_fp8x2_storage_t>(words[w] & 0xFFFFu), __NV_E4M3);
+                        __half2_raw hi = __nv_cvt_fp8x2_to_halfraw2(
+                            static_cast<__nv_fp8x2_storage_t>(words[w] >> 16), __NV_E4M3);
+                        o[2 * w] = static_cast<uint32_t>(lo.x) | (static_cast<uint32_t>(lo.y) << 16);
+                        o[2 * w + 1] = static_cast<uint32_t>(hi.x) | (static_cast<uint32_t>(hi.y) << 16);
+                    }
+                }
+                *reinterpret_cast<uint4*>(d) = out;
+            }
+        }
+    }
+}
+
+}  // namespace fmha

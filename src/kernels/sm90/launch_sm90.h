@@ -1,0 +1,19 @@
+// Host-side face of one Hopper kernel instance; defined in launch_sm90.cuh and explicitly
+// instantiated, one instance per generated file (built for sm_90a only).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "params.h"
+
+namespace fmha::sm90 {
+
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
+struct KernelSm90 {
+    static cudaError_t launch(FmhaParams const& params, cudaStream_t stream);
+    static cudaError_t prepare();
+    static cudaError_t probe();
+    static int smemBytes();
+};
+
+}  // namespace fmha::sm90

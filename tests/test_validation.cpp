@@ -1,0 +1,689 @@
+// Host-side validation of the runner: every rule of every mode through the struct, seed and C APIs,
+// the preflight argument checks, the error/log-callback plumbing and the canImplement* predicates.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "fmha/fmha.h"
+#include "fmha/fmha_c.h"
+
+namespace {
+
+using fmha::DataType;
+using fmha::FmhaRunner;
+using fmha::MaskType;
+using fmha::Mode;
+
+constexpr float kNaN = NAN;
+constexpr float kInf = INFINITY;
+constexpr unsigned char kPattern = 0xA5;
+
+// Host buffers standing in for device memory: a call that fails validation never touches them.
+struct Buffers {
+    alignas(16) unsigned char q[256] = {}, kv[256] = {}, k[256] = {}, v[256] = {};
+    alignas(16) unsigned char o[512];
+    alignas(16) int32_t cuQ[8] = {}, cuKV[8] = {}, pages[64] = {}, bidirBegin[16] = {}, bidirEnd[16] = {};
+    alignas(16) float lse[64] = {};
+    Buffers() { std::memset(o, kPattern, sizeof(o)); }
+    bool outputUntouched() const {
+        for (unsigned char b : o)
+            if (b != kPattern) return false;
+        return true;
+    }
+};
+
+template <class P>
+P* offsetBytes(P* p, int bytes) {
+    using Byte = std::conditional_t<std::is_const_v<P>, char const, char>;
+    return reinterpret_cast<P*>(reinterpret_cast<Byte*>(p) + bytes);
+}
+
+// Constructor arguments of the runner.
+struct Shape {
+    int32_t hq, hkv, d, batch, seqQ, cap;
+};
+
+FmhaRunner runnerFor(Shape const& h) { return FmhaRunner(h.hq, h.hkv, h.d, h.batch, h.seqQ, h.cap); }
+
+using CRunner = std::unique_ptr<fmha_runner, void (*)(fmha_runner*)>;
+CRunner cRunnerFor(Shape const& h) {
+    return CRunner(fmha_runner_create(h.hq, h.hkv, h.d, h.batch, h.seqQ, h.cap), fmha_runner_destroy);
+}
+
+template <class Args>
+struct Setup {
+    Shape shape;
+    Args args;
+    std::optional<DataType> seedKvType;  // paged seed/C API only: a kvDataType other than the input type
+    Buffers* buf;
+};
+
+enum class Verdict { kRunRule, kVariantRule, kAccept };
+
+// kRunRule: run* rejects the case, its message holding every string of `expect`; preflight* never
+//   sees that argument and must not report it.
+// kVariantRule: a rule of the variant (heads, head dim, dtype, window, skip-softmax, mask): run* and
+//   preflight* both reject it.
+// kAccept: the mutated argument passes its rule. The case also nulls the last pointer checked, whose
+//   check runs after every argument rule: run* must fail there, with no string of `expect`.
+template <class Args>
+struct Case {
+    char const* name;
+    void (*mutate)(Setup<Args>&);
+    std::vector<char const*> expect;
+    Verdict verdict = Verdict::kRunRule;
+};
+
+enum class Api { kStruct, kSeed, kC };
+char const* apiName(Api api) { return api == Api::kStruct ? "struct API" : api == Api::kSeed ? "seed API" : "C API"; }
+
+// The seed and C signatures carry only a bool fp8Input and no LSE pointer.
+template <class Args>
+bool seedExpressible(Args const& a) {
+    return (a.inputType == DataType::kHALF || a.inputType == DataType::kFP8) && a.lse == nullptr;
+}
+
+testing::AssertionResult contains(std::string const& msg, char const* part) {
+    if (msg.find(part) != std::string::npos) return testing::AssertionSuccess();
+    return testing::AssertionFailure() << "message \"" << msg << "\" lacks \"" << part << "\"";
+}
+
+template <class Args>
+std::vector<Case<Args>> variantRules(std::vector<Case<Args>> cases) {
+    for (auto& c : cases)
+        if (c.verdict == Verdict::kRunRule) c.verdict = Verdict::kVariantRule;
+    return cases;
+}
+
+template <class Args>
+std::vector<Case<Args>> join(std::vector<std::vector<Case<Args>>> parts) {
+    std::vector<Case<Args>> all;
+    for (auto& p : parts) all.insert(all.end(), p.begin(), p.end());
+    return all;
+}
+
+// ---------------------------------------------------------------- rules shared by the modes
+
+// Heads, head dim and input type: rules of the variant in every mode.
+template <class Args>
+std::vector<Case<Args>> shapeCases(bool paged) {
+    using S = Setup<Args>;
+    constexpr auto kAccept = Verdict::kAccept;
+    std::vector<Case<Args>> cases = {
+        {"NumQHeadsZero", [](S& s) { s.shape.hq = 0; }, {"numQHeads (0)", "must be positive"}},
+        {"NumQHeadsNegative", [](S& s) { s.shape.hq = -8; }, {"must be positive"}},
+        {"NumKVHeadsZero", [](S& s) { s.shape.hkv = 0; }, {"numKVHeads (0)", "must be positive"}},
+        {"HeadsNotMultiple", [](S& s) { s.shape.hkv = 3; }, {"must be a multiple of numKVHeads (3)"}},
+        {"TooManyQHeads", [](S& s) { s.shape.hq = 65536, s.shape.hkv = 1; }, {"numQHeads (65536) exceeds 65535"}},
+        {"HeadDim0", [](S& s) { s.shape.d = 0; }, {"head dim 0 is not supported"}},
+        {"HeadDim48", [](S& s) { s.shape.d = 48; }, {"head dim 48"}},
+        {"HeadDim100", [](S& s) { s.shape.d = 100; }, {"head dim 100"}},
+        {"HeadDim160", [](S& s) { s.shape.d = 160; }, {"head dim 160"}},
+        {"HeadDimNegative", [](S& s) { s.shape.d = -128; }, {"head dim -128"}},
+        {"HeadDim72", [](S& s) { s.shape.d = 72; }, {"head dim"}, kAccept},
+        {"HeadDim256", [](S& s) { s.shape.d = 256; }, {"head dim"}, kAccept},
+        {"DtypeFloat", [](S& s) { s.args.inputType = DataType::kFLOAT; }, {"input data type fp32 is not supported"}},
+        {"DtypeInt8", [](S& s) { s.args.inputType = DataType::kINT8; }, {"input data type int8"}},
+        {"DtypeInt32", [](S& s) { s.args.inputType = DataType::kINT32; }, {"input data type int32"}},
+        {"DtypeUint8", [](S& s) { s.args.inputType = DataType::kUINT8; }, {"input data type uint8"}},
+        {"DtypeInt4", [](S& s) { s.args.inputType = DataType::kINT4; }, {"input data type int4"}},
+        {"DtypeBf16", [](S& s) { s.args.inputType = DataType::kBF16; }, {"input data type"}, kAccept},
+        {"DtypeFp8", [](S& s) { s.args.inputType = DataType::kFP8; }, {"input data type"}, kAccept},
+    };
+    if (paged)
+        cases.push_back({"HeadDim512", [](S& s) { s.shape.d = 512; }, {"head dim"}, kAccept});
+    else
+        cases.push_back({"HeadDim512", [](S& s) { s.shape.d = 512; }, {"head dim 512 is not supported"}});
+    return variantRules(cases);
+}
+
+// Scales and the Q/O/LSE pointers: checked by run* only, in every mode.
+template <class Args>
+std::vector<Case<Args>> runCases() {
+    using S = Setup<Args>;
+    constexpr auto kAccept = Verdict::kAccept;
+    return {
+        {"Baseline", [](S&) {}, {}, kAccept},
+        {"ScaleZero", [](S& s) { s.args.attentionScale = 0.0F; }, {"attentionScale (0) must be finite and > 0"}},
+        {"ScaleNegative", [](S& s) { s.args.attentionScale = -0.125F; }, {"attentionScale"}},
+        {"ScaleNaN", [](S& s) { s.args.attentionScale = kNaN; }, {"attentionScale"}},
+        {"ScaleInf", [](S& s) { s.args.attentionScale = kInf; }, {"attentionScale"}},
+        {"Fp8QScaleZero", [](S& s) { s.args.inputType = DataType::kFP8, s.args.qScale = 0.0F; },
+         {"FP8 scales", "must be finite and > 0"}},
+        {"Fp8KScaleNegative", [](S& s) { s.args.inputType = DataType::kFP8, s.args.kScale = -1.0F; }, {"FP8 scales"}},
+        {"Fp8VScaleNaN", [](S& s) { s.args.inputType = DataType::kFP8, s.args.vScale = kNaN; }, {"FP8 scales"}},
+        {"Fp8QScaleInf", [](S& s) { s.args.inputType = DataType::kFP8, s.args.qScale = kInf; }, {"FP8 scales"}},
+        {"Fp16IgnoresBadScales", [](S& s) { s.args.qScale = 0.0F, s.args.kScale = -1.0F, s.args.vScale = kNaN; },
+         {"scales"}, kAccept},
+        {"Bf16IgnoresBadScales", [](S& s) { s.args.inputType = DataType::kBF16, s.args.qScale = kInf; },
+         {"scales"}, kAccept},
+        {"NullQ", [](S& s) { s.args.q = nullptr; }, {"qPtr is null"}},
+        {"NullO", [](S& s) { s.args.o = nullptr; }, {"oPtr is null"}},
+        {"MisalignedQ", [](S& s) { s.args.q = offsetBytes(s.args.q, 2); }, {"qPtr must be 16-byte aligned"}},
+        {"MisalignedO", [](S& s) { s.args.o = offsetBytes(s.args.o, 2); }, {"oPtr must be 16-byte aligned"}},
+        {"MisalignedLse", [](S& s) { s.args.lse = offsetBytes(s.buf->lse, 1); }, {"lse must be 4-byte aligned"}},
+    };
+}
+
+// The modes over a KV cache (LLM, paged, ragged): batch from the constructor and cuKVSeqLens.
+template <class Args>
+std::vector<Case<Args>> cacheCases() {
+    using S = Setup<Args>;
+    return {
+        {"BatchZero", [](S& s) { s.shape.batch = 0; }, {"batchSize (0) must be positive"}},
+        {"BatchNegative", [](S& s) { s.shape.batch = -3; }, {"batchSize (-3)"}},
+        {"BatchTooLarge", [](S& s) { s.shape.batch = 65536; }, {"batchSize (65536) exceeds 65535"}},
+        {"NullCuKV", [](S& s) { s.args.cuKVSeqLens = nullptr; }, {"cuKVSeqLens is null"}},
+    };
+}
+
+template <class Args>
+std::vector<Case<Args>> windowCases() {
+    using S = Setup<Args>;
+    return variantRules<Args>({
+        {"WindowMinus1", [](S& s) { s.args.slidingWindowSize = -1; }, {"slidingWindowSize (-1)", "must be >= 0"}},
+        {"WindowMinus5", [](S& s) { s.args.slidingWindowSize = -5; }, {"slidingWindowSize (-5)"}},
+        {"Window0", [](S& s) { s.args.slidingWindowSize = 0; }, {"slidingWindowSize"}, Verdict::kAccept},
+        {"Window1024", [](S& s) { s.args.slidingWindowSize = 1024; }, {"slidingWindowSize"}, Verdict::kAccept},
+        {"WindowIntMax", [](S& s) { s.args.slidingWindowSize = INT_MAX; }, {"slidingWindowSize"}, Verdict::kAccept},
+    });
+}
+
+// The paged modes: page geometry against kvCacheCapacity, pool and page list.
+template <class Args>
+std::vector<Case<Args>> pagingCases() {
+    using S = Setup<Args>;
+    constexpr auto kAccept = Verdict::kAccept;
+    return {
+        {"MaxPagesZero", [](S& s) { s.args.maxPagesPerSeq = 0; }, {"maxPagesPerSeq (0) must be positive"}},
+        {"TokensPerPage0", [](S& s) { s.args.tokensPerPage = 0; }, {"tokensPerPage (0) must be a power of two"}},
+        {"TokensPerPage8", [](S& s) { s.args.tokensPerPage = 8; }, {"tokensPerPage (8)", "[16, 256]"}},
+        {"TokensPerPage100", [](S& s) { s.args.tokensPerPage = 100; }, {"tokensPerPage (100)"}},
+        {"TokensPerPage512", [](S& s) { s.args.tokensPerPage = 512; }, {"tokensPerPage (512)"}},
+        {"TokensPerPage16", [](S& s) { s.args.tokensPerPage = 16, s.args.maxPagesPerSeq = 16; }, {"tokens"}, kAccept},
+        {"TokensPerPage128", [](S& s) { s.args.tokensPerPage = 128, s.args.maxPagesPerSeq = 2; }, {"tokens"}, kAccept},
+        {"TokensPerPage256", [](S& s) { s.args.tokensPerPage = 256, s.args.maxPagesPerSeq = 1; }, {"tokens"}, kAccept},
+        {"CapacityMismatchPages", [](S& s) { s.args.maxPagesPerSeq = 5; },
+         {"kvCacheCapacity (256) must equal maxPagesPerSeq * tokensPerPage (320)"}},
+        {"CapacityMismatchShape", [](S& s) { s.shape.cap = 255; }, {"kvCacheCapacity (255)"}},
+        {"CapacityOverflow", [](S& s) { s.args.maxPagesPerSeq = 1 << 24, s.args.tokensPerPage = 256; },
+         {"exceeds INT32_MAX"}},
+        {"NullPool", [](S& s) { s.args.pool = nullptr; }, {"pagedKVPoolPtr is null"}},
+        {"NullPageList", [](S& s) { s.args.pageList = nullptr; }, {"kvCachePageList is null"}},
+        {"MisalignedPool", [](S& s) { s.args.pool = offsetBytes(s.args.pool, 2); },
+         {"pagedKVPoolPtr must be 16-byte aligned"}},
+    };
+}
+
+template <class Args>
+std::vector<Case<Args>> skipCases() {
+    using S = Setup<Args>;
+    return variantRules<Args>({
+        {"SkipNegative", [](S& s) { s.args.skipSoftmaxScaleFactor = -1.0F; },
+         {"skipSoftmaxScaleFactor (-1) must be finite and >= 0"}},
+        {"SkipNaN", [](S& s) { s.args.skipSoftmaxScaleFactor = kNaN; }, {"skipSoftmaxScaleFactor"}},
+        {"SkipInf", [](S& s) { s.args.skipSoftmaxScaleFactor = kInf; }, {"skipSoftmaxScaleFactor"}},
+        {"SkipBf16", [](S& s) { s.args.skipSoftmaxScaleFactor = 1.0F, s.args.inputType = DataType::kBF16; },
+         {"skip-softmax supports FP16 input only (got bf16)"}},
+        {"SkipFp8", [](S& s) { s.args.skipSoftmaxScaleFactor = 1.0F, s.args.inputType = DataType::kFP8; },
+         {"skip-softmax supports FP16 input only (got fp8e4m3)"}},
+        {"SkipWithWindow", [](S& s) { s.args.skipSoftmaxScaleFactor = 1.0F, s.args.slidingWindowSize = 128; },
+         {"skip-softmax does not combine with a sliding window"}},
+        {"SkipFp16Causal", [](S& s) { s.args.skipSoftmaxScaleFactor = 1.0F; }, {"skip"}, Verdict::kAccept},
+    });
+}
+
+// ---------------------------------------------------------------- the four modes
+
+struct LlmMode {
+    using Args = fmha::LlmArgs;
+    using S = Setup<Args>;
+    static constexpr char const* kPrefix = "fmha: llm: ";
+
+    static S valid(Buffers& b) {
+        S s{{8, 2, 128, 2, 4, 256}, {}, std::nullopt, &b};
+        s.args.q = b.q, s.args.kv = b.kv, s.args.o = b.o, s.args.cuKVSeqLens = b.cuKV;
+        s.args.attentionScale = 0.125F;
+        return s;
+    }
+    static void nullLastPointer(S& s) { s.args.cuKVSeqLens = nullptr; }
+
+    static std::optional<bool> call(Api api, S const& s) {
+        Args const& a = s.args;
+        bool const fp8 = a.inputType == DataType::kFP8;
+        if (api == Api::kStruct) return runnerFor(s.shape).run(a);
+        if (!seedExpressible(a)) return std::nullopt;
+        if (api == Api::kSeed)
+            return runnerFor(s.shape).run(a.q, a.kv, a.o, a.cuKVSeqLens, a.stream, a.attentionScale,
+                                          a.slidingWindowSize, fp8, a.qScale, a.kScale, a.vScale,
+                                          a.skipSoftmaxScaleFactor);
+        return fmha_run_llm(cRunnerFor(s.shape).get(), a.q, a.kv, a.o, a.cuKVSeqLens, a.stream, a.attentionScale,
+                            a.slidingWindowSize, fp8, a.qScale, a.kScale, a.vScale, a.skipSoftmaxScaleFactor);
+    }
+
+    static std::optional<bool> preflight(Api api, S const& s) {
+        Args const& a = s.args;
+        bool const fp8 = a.inputType == DataType::kFP8;
+        if (api == Api::kStruct) return runnerFor(s.shape).preflight(a);
+        if (!seedExpressible(a)) return std::nullopt;
+        if (api == Api::kSeed)
+            return runnerFor(s.shape).preflightLlm(a.stream, a.slidingWindowSize, fp8, a.skipSoftmaxScaleFactor);
+        return fmha_preflight_llm(cRunnerFor(s.shape).get(), a.stream, a.slidingWindowSize, fp8,
+                                  a.skipSoftmaxScaleFactor);
+    }
+
+    static std::vector<Case<Args>> cases() {
+        std::vector<Case<Args>> const own = {
+            {"SeqLenQZero", [](S& s) { s.shape.seqQ = 0; }, {"seqLenQ (0) must be positive"}},
+            {"CapacityZero", [](S& s) { s.shape.cap = 0; }, {"kvCacheCapacity (0) must be positive"}},
+            {"NullKV", [](S& s) { s.args.kv = nullptr; }, {"kvPtr is null"}},
+            {"MisalignedKV", [](S& s) { s.args.kv = offsetBytes(s.args.kv, 2); }, {"kvPtr must be 16-byte aligned"}},
+        };
+        return join<Args>({shapeCases<Args>(false), runCases<Args>(), cacheCases<Args>(), windowCases<Args>(),
+                           skipCases<Args>(), own});
+    }
+};
+
+struct PagedMode {
+    using Args = fmha::PagedArgs;
+    using S = Setup<Args>;
+    static constexpr char const* kPrefix = "fmha: paged: ";
+
+    static S valid(Buffers& b) {
+        S s{{8, 2, 128, 2, 4, 256}, {}, std::nullopt, &b};
+        s.args.q = b.q, s.args.pool = b.kv, s.args.pageList = b.pages, s.args.o = b.o, s.args.cuKVSeqLens = b.cuKV;
+        s.args.numPages = 16, s.args.maxPagesPerSeq = 4, s.args.tokensPerPage = 64;
+        s.args.attentionScale = 0.125F;
+        return s;
+    }
+    static void nullLastPointer(S& s) { s.args.cuKVSeqLens = nullptr; }
+
+    static std::optional<bool> call(Api api, S const& s) {
+        Args const& a = s.args;
+        DataType const kvType = s.seedKvType.value_or(a.inputType);
+        bool const fp8 = a.inputType == DataType::kFP8;
+        if (api == Api::kStruct)
+            return kvType == a.inputType ? std::optional<bool>(runnerFor(s.shape).runPaged(a)) : std::nullopt;
+        if (!seedExpressible(a)) return std::nullopt;
+        if (api == Api::kSeed)
+            return runnerFor(s.shape).runPaged(a.q, a.pool, a.pageList, a.o, a.cuKVSeqLens, a.numPages,
+                                               a.maxPagesPerSeq, a.tokensPerPage, kvType, a.stream, a.attentionScale,
+                                               a.slidingWindowSize, fp8, a.qScale, a.kScale, a.vScale, a.isCausal,
+                                               a.skipSoftmaxScaleFactor, a.bidirectionalBlockBegin,
+                                               a.bidirectionalBlockEnd);
+        return fmha_run_paged(cRunnerFor(s.shape).get(), a.q, a.pool, a.pageList, a.o, a.cuKVSeqLens, a.numPages,
+                              a.maxPagesPerSeq, a.tokensPerPage, static_cast<int32_t>(kvType), a.stream,
+                              a.attentionScale, a.slidingWindowSize, fp8, a.qScale, a.kScale, a.vScale, a.isCausal,
+                              a.skipSoftmaxScaleFactor, a.bidirectionalBlockBegin, a.bidirectionalBlockEnd);
+    }
+
+    static std::optional<bool> preflight(Api api, S const& s) {
+        Args const& a = s.args;
+        bool const fp8 = a.inputType == DataType::kFP8;
+        bool const bidir = a.bidirectionalBlockBegin != nullptr;
+        if (api == Api::kStruct) return runnerFor(s.shape).preflight(a, bidir);
+        if (!seedExpressible(a)) return std::nullopt;
+        if (api == Api::kSeed)
+            return runnerFor(s.shape).preflightPaged(a.stream, a.slidingWindowSize, fp8, a.isCausal,
+                                                     a.skipSoftmaxScaleFactor, bidir);
+        return fmha_preflight_paged(cRunnerFor(s.shape).get(), a.stream, a.slidingWindowSize, fp8, a.isCausal,
+                                    a.skipSoftmaxScaleFactor, bidir);
+    }
+
+    static void setBidirectional(S& s) {
+        s.args.bidirectionalBlockBegin = s.buf->bidirBegin, s.args.bidirectionalBlockEnd = s.buf->bidirEnd;
+    }
+
+    static std::vector<Case<Args>> cases() {
+        constexpr auto kAccept = Verdict::kAccept;
+        constexpr auto kVariant = Verdict::kVariantRule;
+        std::vector<Case<Args>> const own = {
+            {"WindowNonCausal", [](S& s) { s.args.slidingWindowSize = 64, s.args.isCausal = false; },
+             {"a sliding window needs the causal mask"}, kVariant},
+            {"NonCausal", [](S& s) { s.args.isCausal = false; }, {"causal"}, kAccept},
+            {"SkipNonCausal", [](S& s) { s.args.skipSoftmaxScaleFactor = 1.0F, s.args.isCausal = false; },
+             {"skip-softmax needs the causal mask"}, kVariant},
+            {"SkipBidirectional", [](S& s) { s.args.skipSoftmaxScaleFactor = 1.0F, setBidirectional(s); },
+             {"skip-softmax does not combine with bidirectional blocks"}, kVariant},
+            {"BidirBeginOnly", [](S& s) { s.args.bidirectionalBlockBegin = s.buf->bidirBegin; },
+             {"bidirectionalBlockBegin and bidirectionalBlockEnd must both be set or both be null"}},
+            {"BidirEndOnly", [](S& s) { s.args.bidirectionalBlockEnd = s.buf->bidirEnd; },
+             {"must both be set or both be null"}},
+            {"BidirBoth", [](S& s) { setBidirectional(s); }, {"bidirectional"}, kAccept},
+            {"KvTypeBf16ForFp16", [](S& s) { s.seedKvType = DataType::kBF16; }, {"kvDataType (bf16) does not match"}},
+            {"KvTypeFp8ForFp16", [](S& s) { s.seedKvType = DataType::kFP8; }, {"kvDataType (fp8e4m3)"}},
+            {"KvTypeFp16ForFp8", [](S& s) { s.args.inputType = DataType::kFP8, s.seedKvType = DataType::kHALF; },
+             {"kvDataType (fp16)", "fp8Input selects fp8e4m3"}},
+            {"BatchTooLargeD512", [](S& s) { s.shape.d = 512, s.shape.batch = 40000; },
+             {"batchSize (40000) exceeds 32767"}},
+            {"SeqLenQZero", [](S& s) { s.shape.seqQ = 0; }, {"seqLenQ (0) must be positive"}},
+            {"NumPagesZero", [](S& s) { s.args.numPages = 0; }, {"numPages (0) must be positive"}},
+        };
+        return join<Args>({shapeCases<Args>(true), runCases<Args>(), cacheCases<Args>(), windowCases<Args>(),
+                           pagingCases<Args>(), skipCases<Args>(), own});
+    }
+};
+
+struct RaggedMode {
+    using Args = fmha::PagedRaggedArgs;
+    using S = Setup<Args>;
+    static constexpr char const* kPrefix = "fmha: ragged: ";
+
+    static S valid(Buffers& b) {
+        S s{{8, 2, 128, 2, 0, 256}, {}, std::nullopt, &b};
+        s.args.q = b.q, s.args.pool = b.kv, s.args.pageList = b.pages, s.args.o = b.o;
+        s.args.cuQSeqLens = b.cuQ, s.args.cuKVSeqLens = b.cuKV;
+        s.args.totalQSeqLen = 8, s.args.maxQSeqLen = 4;
+        s.args.numFlatPages = 16, s.args.maxPagesPerSeq = 4, s.args.tokensPerPage = 64;
+        s.args.attentionScale = 0.125F;
+        return s;
+    }
+    static void nullLastPointer(S& s) { s.args.cuKVSeqLens = nullptr; }
+
+    // The seed signature takes the data type itself: every dtype case runs through all three APIs.
+    static std::optional<bool> call(Api api, S const& s) {
+        Args const& a = s.args;
+        if (api == Api::kStruct) return runnerFor(s.shape).run(a);
+        if (a.lse != nullptr) return std::nullopt;
+        if (api == Api::kSeed)
+            return runnerFor(s.shape).runPagedRagged(a.q, a.pool, a.pageList, a.o, a.cuQSeqLens, a.cuKVSeqLens,
+                                                     a.totalQSeqLen, a.maxQSeqLen, a.numFlatPages, a.maxPagesPerSeq,
+                                                     a.tokensPerPage, a.stream, a.attentionScale, a.slidingWindowSize,
+                                                     a.inputType, a.qScale, a.kScale, a.vScale);
+        return fmha_run_paged_ragged(cRunnerFor(s.shape).get(), a.q, a.pool, a.pageList, a.o, a.cuQSeqLens,
+                                     a.cuKVSeqLens, a.totalQSeqLen, a.maxQSeqLen, a.numFlatPages, a.maxPagesPerSeq,
+                                     a.tokensPerPage, a.stream, a.attentionScale, a.slidingWindowSize,
+                                     static_cast<int32_t>(a.inputType), a.qScale, a.kScale, a.vScale);
+    }
+
+    static std::optional<bool> preflight(Api api, S const& s) {
+        Args const& a = s.args;
+        if (api == Api::kStruct) return runnerFor(s.shape).preflight(a);
+        if (api == Api::kSeed)
+            return runnerFor(s.shape).preflightPagedRagged(a.stream, a.slidingWindowSize, a.inputType);
+        return fmha_preflight_paged_ragged(cRunnerFor(s.shape).get(), a.stream, a.slidingWindowSize,
+                                           static_cast<int32_t>(a.inputType));
+    }
+
+    static std::vector<Case<Args>> cases() {
+        std::vector<Case<Args>> const own = {
+            {"TotalQZero", [](S& s) { s.args.totalQSeqLen = 0; }, {"totalQSeqLen (0) must be positive"}},
+            {"MaxQZero", [](S& s) { s.args.maxQSeqLen = 0; }, {"maxQSeqLen (0) must be in [1, totalQSeqLen = 8]"}},
+            {"MaxQAboveTotal", [](S& s) { s.args.maxQSeqLen = 9; }, {"maxQSeqLen (9)", "totalQSeqLen = 8"}},
+            {"MaxQEqualsTotal", [](S& s) { s.args.maxQSeqLen = 8; }, {"maxQSeqLen"}, Verdict::kAccept},
+            {"NumPagesZero", [](S& s) { s.args.numFlatPages = 0; }, {"numPages (0) must be positive"}},
+            {"NullCuQ", [](S& s) { s.args.cuQSeqLens = nullptr; }, {"cuQSeqLens is null"}},
+        };
+        return join<Args>({shapeCases<Args>(true), runCases<Args>(), cacheCases<Args>(), windowCases<Args>(),
+                           pagingCases<Args>(), own});
+    }
+};
+
+struct VitMode {
+    using Args = fmha::VitArgs;
+    using S = Setup<Args>;
+    static constexpr char const* kPrefix = "fmha: vit: ";
+
+    // As in the seed, the ViT runner is constructed from (Hq, Hkv, D) only: batch, seqLenQ, capacity stay 0.
+    static S valid(Buffers& b) {
+        S s{{8, 8, 80, 0, 0, 0}, {}, std::nullopt, &b};
+        s.args.q = b.q, s.args.k = b.k, s.args.v = b.v, s.args.o = b.o, s.args.cuSeqLens = b.cuQ;
+        s.args.totalSeqLen = 16, s.args.maxSeqLen = 8, s.args.batchSize = 2;
+        s.args.attentionScale = 0.125F;
+        return s;
+    }
+    static void nullLastPointer(S& s) { s.args.cuSeqLens = nullptr; }
+
+    static std::optional<bool> call(Api api, S const& s) {
+        Args const& a = s.args;
+        bool const fp8 = a.inputType == DataType::kFP8;
+        if (api == Api::kStruct) return runnerFor(s.shape).run(a);
+        if (!seedExpressible(a)) return std::nullopt;
+        if (api == Api::kSeed)
+            return FmhaRunner(s.shape.hq, s.shape.hkv, s.shape.d)
+                .run(a.q, a.k, a.v, a.o, a.cuSeqLens, a.totalSeqLen, a.maxSeqLen, a.batchSize, a.stream,
+                     a.attentionScale, fp8, a.qScale, a.kScale, a.vScale);
+        return fmha_run_vit(cRunnerFor(s.shape).get(), a.q, a.k, a.v, a.o, a.cuSeqLens, a.totalSeqLen, a.maxSeqLen,
+                            a.batchSize, a.stream, a.attentionScale, fp8, a.qScale, a.kScale, a.vScale);
+    }
+
+    // preflightViT takes no data type: the seed and C paths check the FP16 variant only.
+    static std::optional<bool> preflight(Api api, S const& s) {
+        if (api == Api::kStruct) return runnerFor(s.shape).preflight(s.args);
+        if (s.args.inputType != DataType::kHALF) return std::nullopt;
+        if (api == Api::kSeed) return runnerFor(s.shape).preflightViT(s.args.stream);
+        return fmha_preflight_vit(cRunnerFor(s.shape).get(), s.args.stream);
+    }
+
+    static std::vector<Case<Args>> cases() {
+        std::vector<Case<Args>> const own = {
+            {"KVHeadsBelowQHeads", [](S& s) { s.shape.hkv = 4; }, {"numKVHeads (4) must equal numQHeads (8)"},
+             Verdict::kVariantRule},
+            {"KVHeads1", [](S& s) { s.shape.hkv = 1; }, {"must equal numQHeads"}, Verdict::kVariantRule},
+            {"BatchZero", [](S& s) { s.args.batchSize = 0; }, {"batchSize (0) must be positive"}},
+            {"BatchNegative", [](S& s) { s.args.batchSize = -2; }, {"batchSize (-2)"}},
+            {"BatchTooLarge", [](S& s) { s.args.batchSize = 65536; }, {"batchSize (65536) exceeds 65535"}},
+            {"TotalZero", [](S& s) { s.args.totalSeqLen = 0; }, {"totalSeqLen (0) must be positive"}},
+            {"MaxSeqZero", [](S& s) { s.args.maxSeqLen = 0; }, {"maxSeqLen (0) must be in [1, totalSeqLen = 16]"}},
+            {"MaxSeqAboveTotal", [](S& s) { s.args.maxSeqLen = 17; }, {"maxSeqLen (17)"}},
+            {"NullK", [](S& s) { s.args.k = nullptr; }, {"kPtr is null"}},
+            {"NullV", [](S& s) { s.args.v = nullptr; }, {"vPtr is null"}},
+            {"NullCu", [](S& s) { s.args.cuSeqLens = nullptr; }, {"cuSeqLens is null"}},
+            {"MisalignedK", [](S& s) { s.args.k = offsetBytes(s.args.k, 2); }, {"kPtr must be 16-byte aligned"}},
+            {"MisalignedV", [](S& s) { s.args.v = offsetBytes(s.args.v, 2); }, {"vPtr must be 16-byte aligned"}},
+        };
+        return join<Args>({shapeCases<Args>(false), runCases<Args>(), own});
+    }
+};
+
+std::string lastErrorOf(Api api) {
+    char const* raw = api == Api::kC ? fmha_last_error() : fmha::lastError();
+    EXPECT_NE(raw, nullptr);
+    return raw != nullptr ? raw : "";
+}
+
+// Runs one case through run* and preflight* of every API that can express it.
+template <class M>
+void checkCase(Case<typename M::Args> const& c) {
+    Buffers buf;
+    auto s = M::valid(buf);
+    c.mutate(s);
+    bool const accepted = c.verdict == Verdict::kAccept;
+    if (accepted) M::nullLastPointer(s);
+    int paths = 0;
+    for (Api api : {Api::kStruct, Api::kSeed, Api::kC}) {
+        SCOPED_TRACE(std::string("run, ") + apiName(api));
+        std::optional<bool> const ok = M::call(api, s);
+        if (!ok) continue;
+        ++paths;
+        EXPECT_FALSE(*ok);
+        std::string const msg = lastErrorOf(api);
+        EXPECT_TRUE(contains(msg, M::kPrefix));
+        EXPECT_TRUE(!accepted || contains(msg, "is null"));
+        for (char const* e : c.expect) EXPECT_EQ(msg.find(e) != std::string::npos, !accepted) << msg << " / " << e;
+        EXPECT_TRUE(buf.outputUntouched()) << "the output buffer was written";
+    }
+    EXPECT_GT(paths, 0) << "no API can express this case";
+    bool const variant = c.verdict == Verdict::kVariantRule;
+    for (Api api : {Api::kStruct, Api::kSeed, Api::kC}) {
+        SCOPED_TRACE(std::string("preflight, ") + apiName(api));
+        std::optional<bool> const ok = M::preflight(api, s);
+        if (!ok) continue;
+        std::string const msg = lastErrorOf(api);
+        EXPECT_TRUE(!variant || !*ok);
+        for (char const* e : c.expect) EXPECT_EQ(msg.find(e) != std::string::npos, variant) << msg << " / " << e;
+    }
+}
+
+template <class Args>
+std::string caseName(testing::TestParamInfo<Case<Args>> const& info) {
+    return info.param.name;
+}
+
+template <class M>
+using ModeValidation = testing::TestWithParam<Case<typename M::Args>>;
+using LlmValidation = ModeValidation<LlmMode>;
+using PagedValidation = ModeValidation<PagedMode>;
+using RaggedValidation = ModeValidation<RaggedMode>;
+using VitValidation = ModeValidation<VitMode>;
+
+TEST_P(LlmValidation, Rule) { checkCase<LlmMode>(GetParam()); }
+TEST_P(PagedValidation, Rule) { checkCase<PagedMode>(GetParam()); }
+TEST_P(RaggedValidation, Rule) { checkCase<RaggedMode>(GetParam()); }
+TEST_P(VitValidation, Rule) { checkCase<VitMode>(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Host, LlmValidation, testing::ValuesIn(LlmMode::cases()), caseName<LlmMode::Args>);
+INSTANTIATE_TEST_SUITE_P(Host, PagedValidation, testing::ValuesIn(PagedMode::cases()), caseName<PagedMode::Args>);
+INSTANTIATE_TEST_SUITE_P(Host, RaggedValidation, testing::ValuesIn(RaggedMode::cases()), caseName<RaggedMode::Args>);
+INSTANTIATE_TEST_SUITE_P(Host, VitValidation, testing::ValuesIn(VitMode::cases()), caseName<VitMode::Args>);
+
+// A fully valid call passes validation; without a GPU it then fails on device selection.
+TEST(Validation, ValidCallsReachDeviceSelection) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0)
+        GTEST_SKIP() << "a CUDA device is present: the host buffers must not reach a kernel";
+    Buffers buf;
+    auto llm = LlmMode::valid(buf);
+    auto paged = PagedMode::valid(buf);
+    llm.args.lse = paged.args.lse = buf.lse;
+    auto failure = [](std::optional<bool> ok) { return ok == false ? std::string(fmha::lastError()) : "no failure"; };
+    for (std::string const& msg : {failure(LlmMode::call(Api::kStruct, llm)),
+                                   failure(LlmMode::call(Api::kSeed, LlmMode::valid(buf))),
+                                   failure(PagedMode::call(Api::kStruct, paged)),
+                                   failure(PagedMode::call(Api::kC, PagedMode::valid(buf))),
+                                   failure(RaggedMode::call(Api::kSeed, RaggedMode::valid(buf))),
+                                   failure(VitMode::call(Api::kC, VitMode::valid(buf)))})
+        EXPECT_TRUE(contains(msg, "no CUDA device"));
+    EXPECT_TRUE(buf.outputUntouched());
+}
+
+// ---------------------------------------------------------------- errors, log callback, C API
+
+TEST(ErrorValidation, CApiNullRunner) {
+    Buffers b;
+    auto nullRunner = [](bool ok) { return !ok && std::string(fmha_last_error()) == "fmha: runner is null"; };
+    EXPECT_TRUE(nullRunner(fmha_run_llm(nullptr, b.q, b.kv, b.o, b.cuKV, nullptr, 0.125F, INT_MAX, false, 1, 1, 1, 0)));
+    EXPECT_TRUE(nullRunner(fmha_run_paged(nullptr, b.q, b.kv, b.pages, b.o, b.cuKV, 16, 4, 64, 1, nullptr, 0.125F,
+                                          INT_MAX, false, 1, 1, 1, true, 0, nullptr, nullptr)));
+    EXPECT_TRUE(nullRunner(fmha_run_paged_ragged(nullptr, b.q, b.kv, b.pages, b.o, b.cuQ, b.cuKV, 8, 4, 16, 4, 64,
+                                                 nullptr, 0.125F, INT_MAX, 1, 1, 1, 1)));
+    EXPECT_TRUE(
+        nullRunner(fmha_run_vit(nullptr, b.q, b.k, b.v, b.o, b.cuQ, 16, 8, 2, nullptr, 0.125F, false, 1, 1, 1)));
+    EXPECT_TRUE(nullRunner(fmha_preflight_llm(nullptr, nullptr, INT_MAX, false, 0)));
+    EXPECT_TRUE(nullRunner(fmha_preflight_paged(nullptr, nullptr, INT_MAX, false, true, 0, false)));
+    EXPECT_TRUE(nullRunner(fmha_preflight_paged_ragged(nullptr, nullptr, INT_MAX, 1)));
+    EXPECT_TRUE(nullRunner(fmha_preflight_vit(nullptr, nullptr)));
+    EXPECT_TRUE(b.outputUntouched());
+}
+
+TEST(ErrorValidation, LastErrorNeverNullAndClearedOnSuccess) {
+    EXPECT_FALSE(fmha_run_llm(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, INT_MAX, false, 1, 1, 1, 0));
+    ASSERT_NE(fmha_last_error(), nullptr);
+    EXPECT_STRNE(fmha_last_error(), "");
+    CRunner r = cRunnerFor({8, 2, 128, 2, 4, 256});
+    ASSERT_NE(r, nullptr);
+    ASSERT_NE(fmha_last_error(), nullptr);
+    EXPECT_STREQ(fmha_last_error(), "");
+    EXPECT_STREQ(fmha::lastError(), "");
+}
+
+TEST(ErrorValidation, LastErrorIsPerThread) {
+    FmhaRunner runner(8, 3, 128, 2, 4, 256);
+    EXPECT_FALSE(runner.preflightLlm(nullptr));
+    std::string other = "unset";
+    std::thread([&] { other = fmha::lastError(); }).join();
+    EXPECT_EQ(other, "");
+    EXPECT_TRUE(contains(fmha::lastError(), "must be a multiple of numKVHeads"));
+}
+
+TEST(ErrorValidation, LogCallbackReceivesMessagesUntilRemoved) {
+    struct Reset {
+        ~Reset() { fmha::setLogCallback(nullptr, nullptr); }
+    } reset;
+    std::vector<std::string> log;
+    fmha::setLogCallback([](char const* m, void* user) { static_cast<std::vector<std::string>*>(user)->push_back(m); },
+                         &log);
+    FmhaRunner runner(8, 2, 100, 2, 4, 256);
+    EXPECT_FALSE(runner.preflightLlm(nullptr));
+    ASSERT_EQ(log.size(), 1U);
+    EXPECT_EQ(log[0], fmha::lastError());
+    EXPECT_TRUE(contains(log[0], "head dim 100"));
+    EXPECT_FALSE(fmha_preflight_vit(nullptr, nullptr));
+    ASSERT_EQ(log.size(), 2U);
+    EXPECT_TRUE(contains(log[1], "runner is null"));
+
+    fmha::setLogCallback(nullptr, nullptr);
+    EXPECT_FALSE(runner.preflightLlm(nullptr));
+    EXPECT_EQ(log.size(), 2U);
+    EXPECT_TRUE(contains(fmha::lastError(), "head dim 100"));
+}
+
+// ---------------------------------------------------------------- canImplement* (build: sm_80 + PTX, sm_90a)
+
+TEST(CanImplementValidation, HeadDimsAndSmVersions) {
+    EXPECT_TRUE(FmhaRunner::canImplement(128, 90));
+    EXPECT_FALSE(FmhaRunner::canImplement(128, 75));
+    EXPECT_FALSE(FmhaRunner::canImplement(100, 90));
+    EXPECT_FALSE(FmhaRunner::canImplement(512, 90));
+    EXPECT_TRUE(FmhaRunner::canImplementViT(80, 80));
+    EXPECT_FALSE(FmhaRunner::canImplementViT(512, 90));
+    EXPECT_FALSE(FmhaRunner::canImplementViT(48, 90));
+    for (int32_t d : {64, 72, 80, 96, 128, 256})
+        for (int32_t sm : {80, 86, 89, 90, 100, 120}) {
+            EXPECT_TRUE(FmhaRunner::canImplement(d, sm) && fmha_can_implement(d, sm)) << "d " << d << " sm " << sm;
+            EXPECT_TRUE(FmhaRunner::canImplementViT(d, sm) && fmha_can_implement_vit(d, sm)) << "d " << d;
+        }
+    for (int32_t sm : {0, 70, 75, 79}) EXPECT_FALSE(FmhaRunner::canImplement(128, sm)) << "sm " << sm;
+    EXPECT_FALSE(fmha_can_implement(128, 75));
+    EXPECT_FALSE(fmha_can_implement(100, 90));
+    EXPECT_FALSE(fmha_can_implement_vit(512, 90));
+}
+
+TEST(CanImplementValidation, PagedRagged) {
+    auto can = [](int32_t hq, int32_t hkv, int32_t d, int32_t sm, DataType t, MaskType m) {
+        bool const answer = FmhaRunner::canImplementPagedRagged(hq, hkv, d, sm, t, m);
+        int32_t const cType = static_cast<int32_t>(t), cMask = static_cast<int32_t>(m);
+        EXPECT_EQ(fmha_can_implement_paged_ragged(hq, hkv, d, sm, cType, cMask), answer) << "the C API disagrees";
+        return answer;
+    };
+    EXPECT_TRUE(can(32, 8, 128, 90, DataType::kHALF, MaskType::kCAUSAL));
+    EXPECT_TRUE(can(32, 8, 128, 90, DataType::kHALF, MaskType::kSLIDING_CAUSAL));
+    EXPECT_TRUE(can(32, 8, 512, 90, DataType::kFP8, MaskType::kCAUSAL));
+    EXPECT_TRUE(can(32, 8, 64, 80, DataType::kBF16, MaskType::kCAUSAL));
+    EXPECT_FALSE(can(32, 8, 128, 90, DataType::kHALF, MaskType::kNON_CAUSAL));
+    EXPECT_FALSE(can(32, 8, 128, 90, DataType::kHALF, MaskType::kBIDIRECTIONAL));
+    EXPECT_FALSE(can(32, 6, 128, 90, DataType::kHALF, MaskType::kCAUSAL));
+    EXPECT_FALSE(can(0, 8, 128, 90, DataType::kHALF, MaskType::kCAUSAL));
+    EXPECT_FALSE(can(32, 0, 128, 90, DataType::kHALF, MaskType::kCAUSAL));
+    EXPECT_FALSE(can(32, 8, 100, 90, DataType::kHALF, MaskType::kCAUSAL));
+    EXPECT_FALSE(can(32, 8, 128, 75, DataType::kHALF, MaskType::kCAUSAL));
+    EXPECT_FALSE(can(32, 8, 128, 90, DataType::kINT8, MaskType::kCAUSAL));
+}
+
+TEST(CanImplementValidation, ModesAndDtypes) {
+    EXPECT_TRUE(FmhaRunner::canImplementMode(Mode::kPaged, DataType::kHALF, 512, 90));
+    EXPECT_TRUE(FmhaRunner::canImplementMode(Mode::kPagedRagged, DataType::kHALF, 512, 90));
+    EXPECT_FALSE(FmhaRunner::canImplementMode(Mode::kLlm, DataType::kHALF, 512, 90));
+    EXPECT_FALSE(FmhaRunner::canImplementMode(Mode::kVit, DataType::kHALF, 512, 90));
+    for (Mode m : {Mode::kLlm, Mode::kPaged, Mode::kPagedRagged, Mode::kVit}) {
+        SCOPED_TRACE(fmha::modeName(m));
+        for (DataType t : {DataType::kHALF, DataType::kBF16, DataType::kFP8})
+            EXPECT_TRUE(FmhaRunner::canImplementMode(m, t, 128, 90)) << fmha::dataTypeName(t);
+        for (DataType t : {DataType::kFLOAT, DataType::kINT8, DataType::kINT32, DataType::kUINT8})
+            EXPECT_FALSE(FmhaRunner::canImplementMode(m, t, 128, 90)) << fmha::dataTypeName(t);
+        EXPECT_FALSE(FmhaRunner::canImplementMode(m, DataType::kHALF, 0, 90));
+        EXPECT_FALSE(FmhaRunner::canImplementMode(m, DataType::kHALF, 160, 90));
+    }
+}
+
+}  // namespace
