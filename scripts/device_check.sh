@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over binaries built elsewhere: GPU tests, compute-sanitizer,
 # `fmha run`, and the benchmark with the cuDNN/FA2 comparison. Logs go to $OUT (or ./out).
-# usage: device_check.sh BIN_DIR [tests] [sass] [memcheck] [racecheck] [run] [bench] [quickbench]
+# usage: device_check.sh BIN_DIR [tests] [sass] [memcheck] [racecheck] [run] [bench|quickbench] [portbench]
 set -u
 bin=${1:?binary folder}
 shift
@@ -52,19 +52,26 @@ for what in "$@"; do
     run)
       step "fmha run --device gpu --mode all"
       "$bin/fmha" run --device gpu --mode all 2>&1 | tee "$out/run.log" || status=1
-      for t in bf16 fp8; do "$bin/fmha" run --device gpu --mode all --dtype $t 2>&1 | tee -a "$out/run.log" || status=1; done
+      "$bin/fmha" run --device gpu --mode all --dtype fp8 2>&1 | tee -a "$out/run.log" || status=1
       ;;
     bench|quickbench)
-      step "benchmark"
+      step "benchmark (default dispatch)"
       flag=""; [ "$what" = quickbench ] && flag="--quick"
       "$bin/fmha" bench $flag --commit "$commit" --json "$out/ours.json" | tee "$out/bench.log" || status=1
       python3 bench/compare_sdpa.py "$out/ours.json" "$out/bench.json" --md "$out/bench.md" --png "$out/bench.png" \
         2>&1 | tee -a "$out/bench.log" || status=1
       ;;
+    portbench)
+      step "benchmark (portable family, quick sweep)"
+      FMHA_KERNEL_FAMILY=portable "$bin/fmha" bench --quick --commit "$commit" --json "$out/ours_portable.json" \
+        | tee "$out/bench_portable.log" || status=1
+      python3 bench/compare_sdpa.py "$out/ours_portable.json" "$out/bench_portable.json" --md "$out/bench_portable.md" \
+        2>&1 | tee -a "$out/bench_portable.log" || status=1
+      ;;
     *) echo "unknown step $what"; status=2 ;;
   esac
 done
 # At most 8 files come back: keep the benchmark artefacts, pack every log into one archive.
-logs=$(cd "$out" && ls | grep -vE '^(bench\.json|bench\.md|bench\.png|ours\.json|logs\.tgz)$')
+logs=$(cd "$out" && ls | grep -vE '^(bench\.json|bench\.md|bench\.png|bench_portable\.json|bench_portable\.md|logs\.tgz)$')
 if [ -n "$logs" ]; then (cd "$out" && tar czf logs.tgz $logs && rm -f $logs); fi
 exit $status

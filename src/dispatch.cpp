@@ -64,7 +64,11 @@ bool forcePortable() {
 
 }  // namespace
 
-void setForcePortable(bool force) { gForcePortable.store(force ? 1 : 0, std::memory_order_relaxed); }
+bool setForcePortable(bool force) {
+    bool const previous = forcePortable();
+    gForcePortable.store(force ? 1 : 0, std::memory_order_relaxed);
+    return previous;
+}
 
 bool findPortableKernel(ElementKind element, int headDim, KvAddressing kv, KernelOps* ops) {
     int const d = kernelHeadDim(headDim);

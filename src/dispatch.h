@@ -27,7 +27,8 @@ bool findPortableKernel(ElementKind element, int headDim, KvAddressing kv, Kerne
 bool findKernel(ElementKind element, int headDim, KvAddressing kv, int smVersion, bool skipSoftmax,
                 KernelOps* ops);
 
-// Overrides FMHA_KERNEL_FAMILY (tests run one problem through both families).
-void setForcePortable(bool force);
+// Overrides FMHA_KERNEL_FAMILY (tests run one problem through both families); returns the
+// previous setting.
+bool setForcePortable(bool force);
 
 }  // namespace fmha::detail

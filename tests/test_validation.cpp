@@ -421,7 +421,7 @@ struct RaggedMode {
             {"MaxQZero", [](S& s) { s.args.maxQSeqLen = 0; }, {"maxQSeqLen (0) must be in [1, totalQSeqLen = 8]"}},
             {"MaxQAboveTotal", [](S& s) { s.args.maxQSeqLen = 9; }, {"maxQSeqLen (9)", "totalQSeqLen = 8"}},
             {"MaxQEqualsTotal", [](S& s) { s.args.maxQSeqLen = 8; }, {"maxQSeqLen"}, Verdict::kAccept},
-            {"NumPagesZero", [](S& s) { s.args.numFlatPages = 0; }, {"numPages (0) must be positive"}},
+            {"NumPagesZero", [](S& s) { s.args.numFlatPages = 0; }, {"numFlatPages (0) must be positive"}},
             {"NullCuQ", [](S& s) { s.args.cuQSeqLens = nullptr; }, {"cuQSeqLens is null"}},
         };
         return join<Args>({shapeCases<Args>(true), runCases<Args>(), cacheCases<Args>(), windowCases<Args>(),

@@ -31,28 +31,27 @@ struct KvAddress<KvAddressing::kStrided, kElemBytes> {
 
 template <int kElemBytes>
 struct KvAddress<KvAddressing::kPaged, kElemBytes> {
-    char const* pool;
-    int32_t const* kPages;
-    int32_t const* vPages;
-    int64_t tokenStrideBytes;  // numKVHeads * headDim elements
-    int64_t headOffsetBytes;
+    // Kept small: this state stays live across the whole mainloop.
+    char const* base;       // pool + this KV head's offset
+    int32_t const* pages;   // K page ids; V page ids follow after maxPages
+    int32_t maxPages;
+    int32_t tokenBytes;     // numKVHeads * headDim * element size (validated to fit)
     int32_t pageLog2;
     int32_t numPages;
 
     __device__ KvAddress(FmhaParams const& p, SeqInfo const&, int32_t b, int32_t hkv) {
-        pool = static_cast<char const*>(p.k);
-        kPages = p.pageTable + static_cast<int64_t>(b) * 2 * p.maxPagesPerSeq;
-        vPages = kPages + p.maxPagesPerSeq;
-        tokenStrideBytes = static_cast<int64_t>(p.numKVHeads) * p.headDim * kElemBytes;
-        headOffsetBytes = static_cast<int64_t>(hkv) * p.headDim * kElemBytes;
+        base = static_cast<char const*>(p.k) + static_cast<int64_t>(hkv) * p.headDim * kElemBytes;
+        pages = p.pageTable + static_cast<int64_t>(b) * 2 * p.maxPagesPerSeq;
+        maxPages = p.maxPagesPerSeq;
+        tokenBytes = p.numKVHeads * p.headDim * kElemBytes;
         pageLog2 = p.pageSizeLog2;
         numPages = p.numPages;
     }
     __device__ char const* row(bool isV, int32_t j) const {
-        int32_t const page = (isV ? vPages : kPages)[j >> pageLog2];
+        int32_t const page = pages[(isV ? maxPages : 0) + (j >> pageLog2)];
         if (page < 0 || page >= numPages) return nullptr;
         int64_t const token = (static_cast<int64_t>(page) << pageLog2) + (j & ((1 << pageLog2) - 1));
-        return pool + token * tokenStrideBytes + headOffsetBytes;
+        return base + token * tokenBytes;
     }
 };
 

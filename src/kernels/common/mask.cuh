@@ -6,6 +6,7 @@
 // add, per row, the keys [begin, end] on top of that (union), so those tiles are all masked.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 
 #include "kernels/common/seqlen.cuh"
@@ -15,8 +16,9 @@ namespace fmha {
 
 template <int kBlockN>
 struct MaskPolicy {
-    int64_t off;
-    int64_t window;  // INT32_MAX: none
+    // int32 fields: this state stays live across the mainloop (Lk - Lq fits int32).
+    int32_t off;
+    int32_t window;  // INT32_MAX: none
     int32_t lk;
     bool causal;
     bool hasBidir;
@@ -32,22 +34,23 @@ struct MaskPolicy {
     // (lo > hi when none).
     __device__ MaskPolicy(FmhaParams const& p, SeqInfo const& s, int32_t b, int32_t m0, int32_t m1,
                           int64_t bidirLo, int64_t bidirHi) {
-        off = s.offset();
+        off = static_cast<int32_t>(s.offset());
         window = p.window;
         lk = s.lk;
         causal = p.causal;
         hasBidir = p.bidirBegin != nullptr;
         bidirBegin = hasBidir ? p.bidirBegin + static_cast<int64_t>(b) * p.seqLenQ : nullptr;
         bidirEnd = hasBidir ? p.bidirEnd + static_cast<int64_t>(b) * p.seqLenQ : nullptr;
+        int64_t const off64 = off, window64 = window;
         int64_t lo = 0, hi = lk;  // keys [lo, hi) some row of the block may see
         int64_t fullHi = lk;      // keys below this are visible to every row (causal part)
         int64_t fullLo = 0;       // keys at or above this are visible to every row (window part)
         if (causal) {
-            hi = min(hi, static_cast<int64_t>(m1) - 1 + off + 1);
-            fullHi = min(fullHi, static_cast<int64_t>(m0) + off + 1);
+            hi = min(hi, static_cast<int64_t>(m1) - 1 + off64 + 1);
+            fullHi = min(fullHi, static_cast<int64_t>(m0) + off64 + 1);
             if (window != INT32_MAX) {
-                lo = max(lo, static_cast<int64_t>(m0) + off - window);
-                fullLo = max(fullLo, static_cast<int64_t>(m1) - 1 + off - window);
+                lo = max(lo, static_cast<int64_t>(m0) + off64 - window64);
+                fullLo = max(fullLo, static_cast<int64_t>(m1) - 1 + off64 - window64);
             }
         }
         if (bidirLo <= bidirHi) {
@@ -77,9 +80,10 @@ struct MaskPolicy {
     __device__ static Row none() { return Row{1, 0, 1, 0}; }
     __device__ Row row(int32_t i) const {
         int64_t lo = 0, hi = static_cast<int64_t>(lk) - 1;
+        int64_t const diag = static_cast<int64_t>(i) + off;
         if (causal) {
-            hi = min(hi, i + off);
-            if (window != INT32_MAX) lo = max(i + off - window, int64_t{-1});
+            hi = min(hi, diag);
+            if (window != INT32_MAX) lo = max(diag - window, int64_t{-1});
         }
         Row r{static_cast<int32_t>(lo), static_cast<int32_t>(max(hi, int64_t{-1})), 1, 0};
         if (hasBidir) {
@@ -95,5 +99,31 @@ struct MaskPolicy {
         return (j >= r.lo && j <= r.hi) || (j >= r.bLo && j <= r.bHi);
     }
 };
+
+// The union [lo, hi] of the bidirectional blocks of rows [m0, m1) of sequence b (lo > hi
+// when none), reduced over the CTA through two ints of shared memory. CTA-wide: every
+// thread must call it.
+__device__ inline void bidirUnion(FmhaParams const& p, int32_t b, int32_t m0, int32_t m1, int* sBidir,
+                                  int64_t* lo, int64_t* hi) {
+    *lo = 1;
+    *hi = 0;
+    if (p.bidirBegin == nullptr) return;
+    if (threadIdx.x == 0) {
+        sBidir[0] = INT_MAX;
+        sBidir[1] = -1;
+    }
+    __syncthreads();
+    int64_t const rowBase = static_cast<int64_t>(b) * p.seqLenQ;
+    for (int r = threadIdx.x; r < m1 - m0; r += blockDim.x) {
+        int const bb = p.bidirBegin[rowBase + m0 + r], be = p.bidirEnd[rowBase + m0 + r];
+        if (bb >= 0 && be >= bb) {
+            atomicMin(&sBidir[0], bb);
+            atomicMax(&sBidir[1], be);
+        }
+    }
+    __syncthreads();
+    *lo = sBidir[0];
+    *hi = sBidir[1];
+}
 
 }  // namespace fmha

@@ -49,25 +49,8 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
     if (m0 >= seq.lq) return;
     int const m1 = min(m0 + kBlockM, seq.lq);
 
-    int64_t bidirLo = 1, bidirHi = 0;
-    if (p.bidirBegin != nullptr) {
-        if (tid == 0) {
-            sBidir[0] = INT_MAX;
-            sBidir[1] = -1;
-        }
-        __syncthreads();
-        int64_t const rowBase = static_cast<int64_t>(b) * p.seqLenQ;
-        for (int r = tid; r < m1 - m0; r += Tile::kNThreads) {
-            int const bb = p.bidirBegin[rowBase + m0 + r], be = p.bidirEnd[rowBase + m0 + r];
-            if (bb >= 0 && be >= bb) {
-                atomicMin(&sBidir[0], bb);
-                atomicMax(&sBidir[1], be);
-            }
-        }
-        __syncthreads();
-        bidirLo = sBidir[0];
-        bidirHi = sBidir[1];
-    }
+    int64_t bidirLo, bidirHi;
+    bidirUnion(p, b, m0, m1, sBidir, &bidirLo, &bidirHi);
     MaskPolicy<kBlockN> const mask(p, seq, b, m0, m1, bidirLo, bidirHi);
 
     int64_t const rowStride = static_cast<int64_t>(p.numQHeads) * D;  // elements between Q/O rows

@@ -1,6 +1,9 @@
 // Hopper forward kernel (sm_90a): one CTA per (128-row query tile, head, sequence), two
 // consumer warpgroups of 64 rows. Orchestration only: sequence bookkeeping, the two-stage
-// K/V load schedule (tile n-1 loads while tile n computes), wgmma steps, the epilogue.
+// K/V load schedule, the software-pipelined wgmma steps, the epilogue.
+//
+// Pipelining inside a warpgroup: step n issues S(n) = Q.K(n)^T and O += P(n+1).V(n+1)
+// together, then runs tile n's softmax while the P.V product is still on the tensor cores.
 #pragma once
 
 #include <climits>
@@ -49,25 +52,8 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
     if (m0 >= seq.lq) return;
     int const m1 = min(m0 + kBlockM, seq.lq);
 
-    int64_t bidirLo = 1, bidirHi = 0;
-    if (p.bidirBegin != nullptr) {
-        if (tid == 0) {
-            sBidir[0] = INT_MAX;
-            sBidir[1] = -1;
-        }
-        __syncthreads();
-        int64_t const rowBase = static_cast<int64_t>(b) * p.seqLenQ;
-        for (int r = tid; r < m1 - m0; r += Tile::kNThreads) {
-            int const bb = p.bidirBegin[rowBase + m0 + r], be = p.bidirEnd[rowBase + m0 + r];
-            if (bb >= 0 && be >= bb) {
-                atomicMin(&sBidir[0], bb);
-                atomicMax(&sBidir[1], be);
-            }
-        }
-        __syncthreads();
-        bidirLo = sBidir[0];
-        bidirHi = sBidir[1];
-    }
+    int64_t bidirLo, bidirHi;
+    bidirUnion(p, b, m0, m1, sBidir, &bidirLo, &bidirHi);
     MaskPolicy<kBlockN> const mask(p, seq, b, m0, m1, bidirLo, bidirHi);
 
     int64_t const rowStride = static_cast<int64_t>(p.numQHeads) * D;
@@ -91,40 +77,45 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
             return m0 + r < seq.lq ? qBase + r * rowStride * kElemBytes : nullptr;
         };
         KvAddress<kKv, kElemBytes> const kv(p, seq, b, hkv);
-        auto loadKV = [&](int n, int stage) {
-            for (int which = 0; which < 2; ++which) {
-                auto row = [&](int r) -> char const* {
-                    int const j = n * kBlockN + r;
-                    return j < seq.lk ? kv.row(which == 1, j) : nullptr;
-                };
-                unsigned char* base = (which ? sV : sK) + stage * Tile::kBytesKV;
-                auto dst = [&](int r, int c) { return base + swizzledOffset<kBlockN>(r, c); };
-                loadTile<Elem, kBlockN, kChunks, Tile::kNThreads>(row, dst, 0, D / 8, p.k, tid);
-            }
-            cute::cp_async_fence();
+        auto load = [&](int n, int which) {  // which: 0 = K, 1 = V, into stage n & 1
+            auto row = [&](int r) -> char const* {
+                int const j = n * kBlockN + r;
+                return j < seq.lk ? kv.row(which == 1, j) : nullptr;
+            };
+            unsigned char* base = (which ? sV : sK) + (n & 1) * Tile::kBytesKV;
+            auto dst = [&](int r, int c) { return base + swizzledOffset<kBlockN>(r, c); };
+            loadTile<Elem, kBlockN, kChunks, Tile::kNThreads>(row, dst, 0, D / 8, p.k, tid);
         };
         auto dstQ = [&](int r, int c) { return sQ + swizzledOffset<kBlockM>(r, c); };
         loadTile<Elem, kBlockM, kChunks, Tile::kNThreads>(qRow, dstQ, 0, D / 8, p.q, tid);
-        loadKV(mask.nBlockMax - 1, 0);
+        load(mask.nBlockMax - 1, 0);
+        cute::cp_async_fence();
 
         uint32_t const sQAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sQ)) + wg * 64 * 128;
         uint32_t const sKAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sK));
         uint32_t const sVAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sV));
         auto rowIndex = [&](int r) { return warpRow0 + g + 8 * r; };
 
-        int stage = 0;
-        for (int n = mask.nBlockMax - 1; n >= mask.nBlockMin; --n, stage ^= 1) {
-            if (n > mask.nBlockMin) {
-                loadKV(n - 1, stage ^ 1);  // the other stage was released at the end of the last step
-                cute::cp_async_wait<1>();
-            } else {
-                cute::cp_async_wait<0>();
-            }
+        uint32_t pa[kBlockN / 16][4];  // P of the previous tile, an operand of the in-flight P.V
+        bool havePrev = false;
+        for (int n = mask.nBlockMax - 1; n >= mask.nBlockMin; --n) {
+            // Every warpgroup is done with step n+1: K stage (n-1)&1 and V stage n&1 are free.
+            __syncthreads();
+            if (n > mask.nBlockMin) load(n - 1, 0);
+            load(n, 1);
+            cute::cp_async_fence();
+            cute::cp_async_wait<1>();                  // K(n) and V(n+1) landed
             cutlass::arch::fence_view_async_shared();  // cp.async writes -> wgmma (async proxy) reads
             __syncthreads();
 
             float s[kBlockN / 2];
-            gemmQK<typename ET::Compute, kHeadDim, kBlockN, kBlockM>(sQAddr, sKAddr + stage * Tile::kBytesKV, s);
+            issueQK<typename ET::Compute, kHeadDim, kBlockN, kBlockM>(sQAddr, sKAddr + (n & 1) * Tile::kBytesKV, s);
+            if (havePrev) {
+                issuePV<typename ET::Compute, kHeadDim, kBlockN>(pa, sVAddr + ((n + 1) & 1) * Tile::kBytesKV, o);
+                waitBatches<1>(s);
+            } else {
+                waitBatches<0>(s);
+            }
             if (mask.tileNeedsMask(n)) {
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
@@ -147,14 +138,15 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
             float tileMax[2], rescale[2];
             OnlineSoftmax<2>::tileMax(sr, tileMax);
             softmax.update(sr, tileMax, p.scaleLog2, rescale);
-            uint32_t pa[kBlockN / 16][4];
+            uint32_t next[kBlockN / 16][4];
 #pragma unroll
             for (int kk = 0; kk < kBlockN / 16; ++kk) {
-                pa[kk][0] = ET::pack(sr[0][4 * kk + 0], sr[0][4 * kk + 1]);
-                pa[kk][1] = ET::pack(sr[1][4 * kk + 0], sr[1][4 * kk + 1]);
-                pa[kk][2] = ET::pack(sr[0][4 * kk + 2], sr[0][4 * kk + 3]);
-                pa[kk][3] = ET::pack(sr[1][4 * kk + 2], sr[1][4 * kk + 3]);
+                next[kk][0] = ET::pack(sr[0][4 * kk + 0], sr[0][4 * kk + 1]);
+                next[kk][1] = ET::pack(sr[1][4 * kk + 0], sr[1][4 * kk + 1]);
+                next[kk][2] = ET::pack(sr[0][4 * kk + 2], sr[0][4 * kk + 3]);
+                next[kk][3] = ET::pack(sr[1][4 * kk + 2], sr[1][4 * kk + 3]);
             }
+            waitBatches<0>(o);  // P(n+1).V(n+1) is in O; P(n+1) is free
 #pragma unroll
             for (int nt = 0; nt < kHeadDim / 8; ++nt) {
                 o[nt * 4 + 0] *= rescale[0];
@@ -162,16 +154,24 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
                 o[nt * 4 + 2] *= rescale[1];
                 o[nt * 4 + 3] *= rescale[1];
             }
-            gemmPV<typename ET::Compute, kHeadDim, kBlockN>(pa, sVAddr + stage * Tile::kBytesKV, o);
-            __syncthreads();  // every warpgroup is done with this stage before it is reloaded
+#pragma unroll
+            for (int kk = 0; kk < kBlockN / 16; ++kk)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) pa[kk][i] = next[kk][i];
+            havePrev = true;
         }
+        cute::cp_async_wait<0>();  // V(nMin)
+        cutlass::arch::fence_view_async_shared();
+        __syncthreads();
+        issuePV<typename ET::Compute, kHeadDim, kBlockN>(pa, sVAddr + (mask.nBlockMin & 1) * Tile::kBytesKV, o);
+        waitBatches<0>(o);
     }
 
     float invSum[2], lse[2], scaleOut[2];
     softmax.finalize(p.scale, invSum, lse);
 #pragma unroll
     for (int r = 0; r < 2; ++r) scaleOut[r] = invSum[r] * p.outScale;
-    // Stage the output row-major in the (now idle) K/V space: each warp its own 16 rows.
+    // Stage the output row-major in the (now idle) K space: each warp its own 16 rows.
     Out* sStage = reinterpret_cast<Out*>(sK) + warp * 16 * Tile::kStrideO;
     Out* gO = static_cast<Out*>(p.o) + (seq.qBegin + warpRow0) * rowStride + static_cast<int64_t>(hq) * D;
     auto const& o3 = *reinterpret_cast<float const(*)[1][kHeadDim / 8][4]>(&o);
