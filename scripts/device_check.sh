@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over binaries built elsewhere: GPU tests, compute-sanitizer,
 # `fmha run`, and the benchmark with the cuDNN/FA2 comparison. Logs go to $OUT (or ./out).
-# usage: device_check.sh BIN_DIR [tests] [sass] [memcheck] [racecheck] [run] [bench|quickbench] [portbench]
+# usage: device_check.sh BIN_DIR [tests] [sass] [memcheck] [memcheck-portable] [racecheck]
+#                          [racecheck-portable] [run] [bench|quickbench] [portbench]
 set -u
 bin=${1:?binary folder}
 shift
@@ -34,6 +35,9 @@ for what in "$@"; do
       compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 \
         > "$out/memcheck.log" 2>&1 || status=1
       grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/memcheck.log" | tail -5
+      ;;
+    memcheck-portable)
+      step "compute-sanitizer memcheck, whole GPU suite, portable family"
       FMHA_KERNEL_FAMILY=portable compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fmha_gpu_tests" \
         --gtest_brief=1 > "$out/memcheck_portable.log" 2>&1 || status=1
       grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/memcheck_portable.log" | tail -5
@@ -44,6 +48,9 @@ for what in "$@"; do
         --gtest_filter='*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*ragged_fp8_d256_window*:*vit_fp16_d80*:*paged_fp16_d512_causal*:*llm_long_fp16_d64*:SkipSoftmax.*' \
         > "$out/racecheck.log" 2>&1 || status=1
       grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/racecheck.log" | tail -5
+      ;;
+    racecheck-portable)
+      step "compute-sanitizer racecheck, subset, portable family"
       FMHA_KERNEL_FAMILY=portable compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/fmha_gpu_tests" \
         --gtest_brief=1 --gtest_filter='*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*vit_fp16_d80*:*llm_long_fp16_d64*' \
         > "$out/racecheck_portable.log" 2>&1 || status=1

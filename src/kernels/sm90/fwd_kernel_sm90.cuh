@@ -1,9 +1,6 @@
 // Hopper forward kernel (sm_90a): one CTA per (128-row query tile, head, sequence), two
 // consumer warpgroups of 64 rows. Orchestration only: sequence bookkeeping, the two-stage
-// K/V load schedule, the software-pipelined wgmma steps, the epilogue.
-//
-// Pipelining inside a warpgroup: step n issues S(n) = Q.K(n)^T and O += P(n+1).V(n+1)
-// together, then runs tile n's softmax while the P.V product is still on the tensor cores.
+// K/V load schedule (tile n-1 loads while tile n computes), wgmma steps, the epilogue.
 #pragma once
 
 #include <climits>
@@ -77,45 +74,40 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
             return m0 + r < seq.lq ? qBase + r * rowStride * kElemBytes : nullptr;
         };
         KvAddress<kKv, kElemBytes> const kv(p, seq, b, hkv);
-        auto load = [&](int n, int which) {  // which: 0 = K, 1 = V, into stage n & 1
-            auto row = [&](int r) -> char const* {
-                int const j = n * kBlockN + r;
-                return j < seq.lk ? kv.row(which == 1, j) : nullptr;
-            };
-            unsigned char* base = (which ? sV : sK) + (n & 1) * Tile::kBytesKV;
-            auto dst = [&](int r, int c) { return base + swizzledOffset<kBlockN>(r, c); };
-            loadTile<Elem, kBlockN, kChunks, Tile::kNThreads>(row, dst, 0, D / 8, p.k, tid);
+        auto loadKV = [&](int n, int stage) {
+            for (int which = 0; which < 2; ++which) {
+                auto row = [&](int r) -> char const* {
+                    int const j = n * kBlockN + r;
+                    return j < seq.lk ? kv.row(which == 1, j) : nullptr;
+                };
+                unsigned char* base = (which ? sV : sK) + stage * Tile::kBytesKV;
+                auto dst = [&](int r, int c) { return base + swizzledOffset<kBlockN>(r, c); };
+                loadTile<Elem, kBlockN, kChunks, Tile::kNThreads>(row, dst, 0, D / 8, p.k, tid);
+            }
+            cute::cp_async_fence();
         };
         auto dstQ = [&](int r, int c) { return sQ + swizzledOffset<kBlockM>(r, c); };
         loadTile<Elem, kBlockM, kChunks, Tile::kNThreads>(qRow, dstQ, 0, D / 8, p.q, tid);
-        load(mask.nBlockMax - 1, 0);
-        cute::cp_async_fence();
+        loadKV(mask.nBlockMax - 1, 0);
 
         uint32_t const sQAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sQ)) + wg * 64 * 128;
         uint32_t const sKAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sK));
         uint32_t const sVAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sV));
         auto rowIndex = [&](int r) { return warpRow0 + g + 8 * r; };
 
-        uint32_t pa[kBlockN / 16][4];  // P of the previous tile, an operand of the in-flight P.V
-        bool havePrev = false;
-        for (int n = mask.nBlockMax - 1; n >= mask.nBlockMin; --n) {
-            // Every warpgroup is done with step n+1: K stage (n-1)&1 and V stage n&1 are free.
-            __syncthreads();
-            if (n > mask.nBlockMin) load(n - 1, 0);
-            load(n, 1);
-            cute::cp_async_fence();
-            cute::cp_async_wait<1>();                  // K(n) and V(n+1) landed
+        int stage = 0;
+        for (int n = mask.nBlockMax - 1; n >= mask.nBlockMin; --n, stage ^= 1) {
+            if (n > mask.nBlockMin) {
+                loadKV(n - 1, stage ^ 1);  // the other stage was released at the end of the last step
+                cute::cp_async_wait<1>();
+            } else {
+                cute::cp_async_wait<0>();
+            }
             cutlass::arch::fence_view_async_shared();  // cp.async writes -> wgmma (async proxy) reads
             __syncthreads();
 
             float s[kBlockN / 2];
-            issueQK<typename ET::Compute, kHeadDim, kBlockN, kBlockM>(sQAddr, sKAddr + (n & 1) * Tile::kBytesKV, s);
-            if (havePrev) {
-                issuePV<typename ET::Compute, kHeadDim, kBlockN>(pa, sVAddr + ((n + 1) & 1) * Tile::kBytesKV, o);
-                waitBatches<1>(s);
-            } else {
-                waitBatches<0>(s);
-            }
+            gemmQK<typename ET::Compute, kHeadDim, kBlockN, kBlockM>(sQAddr, sKAddr + stage * Tile::kBytesKV, s);
             if (mask.tileNeedsMask(n)) {
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
@@ -138,15 +130,14 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
             float tileMax[2], rescale[2];
             OnlineSoftmax<2>::tileMax(sr, tileMax);
             softmax.update(sr, tileMax, p.scaleLog2, rescale);
-            uint32_t next[kBlockN / 16][4];
+            uint32_t pa[kBlockN / 16][4];
 #pragma unroll
             for (int kk = 0; kk < kBlockN / 16; ++kk) {
-                next[kk][0] = ET::pack(sr[0][4 * kk + 0], sr[0][4 * kk + 1]);
-                next[kk][1] = ET::pack(sr[1][4 * kk + 0], sr[1][4 * kk + 1]);
-                next[kk][2] = ET::pack(sr[0][4 * kk + 2], sr[0][4 * kk + 3]);
-                next[kk][3] = ET::pack(sr[1][4 * kk + 2], sr[1][4 * kk + 3]);
+                pa[kk][0] = ET::pack(sr[0][4 * kk + 0], sr[0][4 * kk + 1]);
+                pa[kk][1] = ET::pack(sr[1][4 * kk + 0], sr[1][4 * kk + 1]);
+                pa[kk][2] = ET::pack(sr[0][4 * kk + 2], sr[0][4 * kk + 3]);
+                pa[kk][3] = ET::pack(sr[1][4 * kk + 2], sr[1][4 * kk + 3]);
             }
-            waitBatches<0>(o);  // P(n+1).V(n+1) is in O; P(n+1) is free
 #pragma unroll
             for (int nt = 0; nt < kHeadDim / 8; ++nt) {
                 o[nt * 4 + 0] *= rescale[0];
@@ -154,24 +145,16 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
                 o[nt * 4 + 2] *= rescale[1];
                 o[nt * 4 + 3] *= rescale[1];
             }
-#pragma unroll
-            for (int kk = 0; kk < kBlockN / 16; ++kk)
-#pragma unroll
-                for (int i = 0; i < 4; ++i) pa[kk][i] = next[kk][i];
-            havePrev = true;
+            gemmPV<typename ET::Compute, kHeadDim, kBlockN>(pa, sVAddr + stage * Tile::kBytesKV, o);
+            __syncthreads();  // every warpgroup is done with this stage before it is reloaded
         }
-        cute::cp_async_wait<0>();  // V(nMin)
-        cutlass::arch::fence_view_async_shared();
-        __syncthreads();
-        issuePV<typename ET::Compute, kHeadDim, kBlockN>(pa, sVAddr + (mask.nBlockMin & 1) * Tile::kBytesKV, o);
-        waitBatches<0>(o);
     }
 
     float invSum[2], lse[2], scaleOut[2];
     softmax.finalize(p.scale, invSum, lse);
 #pragma unroll
     for (int r = 0; r < 2; ++r) scaleOut[r] = invSum[r] * p.outScale;
-    // Stage the output row-major in the (now idle) K space: each warp its own 16 rows.
+    // Stage the output row-major in the (now idle) K/V space: each warp its own 16 rows.
     Out* sStage = reinterpret_cast<Out*>(sK) + warp * 16 * Tile::kStrideO;
     Out* gO = static_cast<Out*>(p.o) + (seq.qBegin + warpRow0) * rowStride + static_cast<int64_t>(hq) * D;
     auto const& o3 = *reinterpret_cast<float const(*)[1][kHeadDim / 8][4]>(&o);

@@ -68,11 +68,10 @@ __device__ inline void fenceOperands(float (&d)[N]) {
     for (int i = 0; i < N; ++i) cute::warpgroup_fence_operand(d[i]);
 }
 
-// Issues S[64 x kBlockN] = Q[warpgroup's 64 rows] . K^T as one wgmma batch (not waited).
-// sQ: this warpgroup's first Q row inside a kRowsQ-row swizzled tile; sK: a kBlockN-row
-// swizzled tile.
+// S[64 x kBlockN] = Q[warpgroup's 64 rows] . K^T. sQ: this warpgroup's first Q row inside
+// a kRowsQ-row swizzled tile; sK: a kBlockN-row swizzled tile. Waits for completion.
 template <class T, int kHeadDim, int kBlockN, int kRowsQ>
-__device__ inline void issueQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2]) {
+__device__ inline void gemmQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2]) {
     using Op = typename GmmaOps<T, kBlockN>::SS;
     fenceOperands(s);
     cute::warpgroup_arrive();
@@ -85,31 +84,27 @@ __device__ inline void issueQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2]
                kk == 0 ? gmma::ScaleOut::Zero : gmma::ScaleOut::One, std::make_index_sequence<kBlockN / 2>{});
     }
     cute::warpgroup_commit_batch();
+    cute::warpgroup_wait<0>();
+    fenceOperands(s);
 }
 
-// Issues O[64 x kHeadDim] += P[64 x kBlockN] . V as one wgmma batch (not waited), P in
-// registers (A fragments; they must stay untouched until the batch completes) and V an
-// MN-major operand: its kBlockN-row swizzled tile read transposed.
+// O[64 x kHeadDim] += P[64 x kBlockN] . V with P in registers (A fragments) and V an
+// MN-major operand: its kBlockN-row swizzled tile read transposed. Waits for completion.
 template <class T, int kHeadDim, int kBlockN>
-__device__ inline void issuePV(uint32_t (&p)[kBlockN / 16][4], uint32_t sV, float (&o)[kHeadDim / 2]) {
+__device__ inline void gemmPV(uint32_t const (&p)[kBlockN / 16][4], uint32_t sV, float (&o)[kHeadDim / 2]) {
     using Op = typename GmmaOps<T, kHeadDim>::RS;
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(p[kk][i]);
+        for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(const_cast<uint32_t&>(p[kk][i]));
     fenceOperands(o);
     cute::warpgroup_arrive();
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk)  // 16 keys = two 8-row groups, 2 KB further
         rs<Op>(p[kk], sw128Desc(sV + kk * 2048, kBlockN * 128), o, std::make_index_sequence<kHeadDim / 2>{});
     cute::warpgroup_commit_batch();
-}
-
-// Waits until at most kPending wgmma batches of this warpgroup are in flight.
-template <int kPending, int N>
-__device__ inline void waitBatches(float (&d)[N]) {
-    cute::warpgroup_wait<kPending>();
-    fenceOperands(d);
+    cute::warpgroup_wait<0>();
+    fenceOperands(o);
 }
 
 }  // namespace fmha::sm90
