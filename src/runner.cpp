@@ -21,6 +21,8 @@ using detail::fail;
 
 constexpr float kLog2e = 1.4426950408889634F;
 constexpr int32_t kMaxGridYZ = 65535;
+// Key positions are int32 in the kernels, including one tile past the last key.
+constexpr int64_t kMaxKeys = INT32_MAX - 1024;
 
 template <class... Ts>
 std::string cat(Ts const&... parts) {
@@ -120,8 +122,8 @@ bool checkPaging(char const* mode, char const* numPagesName, int32_t numPages, i
         return fail(cat(mode, ": tokensPerPage (", tokensPerPage, ") must be a power of two in [",
                         FmhaRunner::kMinPageSize, ", ", FmhaRunner::kMaxPageSize, "]"));
     int64_t const capacity = static_cast<int64_t>(maxPagesPerSeq) * tokensPerPage;
-    if (capacity > INT32_MAX)
-        return fail(cat(mode, ": maxPagesPerSeq * tokensPerPage (", capacity, ") exceeds INT32_MAX"));
+    if (capacity > kMaxKeys)
+        return fail(cat(mode, ": maxPagesPerSeq * tokensPerPage (", capacity, ") exceeds ", kMaxKeys));
     if (capacity != kvCacheCapacity)
         return fail(cat(mode, ": kvCacheCapacity (", kvCacheCapacity, ") must equal maxPagesPerSeq * tokensPerPage (",
                         capacity, ")"));
@@ -274,6 +276,8 @@ bool FmhaRunner::run(LlmArgs const& a) {
     if (!checkBatch(mode, mBatchSize, vSplits(mHeadDim))) return false;
     if (mSeqLenQ <= 0) return fail(cat(mode, ": seqLenQ (", mSeqLenQ, ") must be positive"));
     if (mKvCacheCapacity <= 0) return fail(cat(mode, ": kvCacheCapacity (", mKvCacheCapacity, ") must be positive"));
+    if (mKvCacheCapacity > kMaxKeys)
+        return fail(cat(mode, ": kvCacheCapacity (", mKvCacheCapacity, ") exceeds ", kMaxKeys));
     if (!checkPointers(mode, {{"qPtr", a.q}, {"kvPtr", a.kv}, {"oPtr", a.o}, {"cuKVSeqLens", a.cuKVSeqLens}}) ||
         !checkAligned(mode, {{"qPtr", a.q}, {"kvPtr", a.kv}, {"oPtr", a.o}}) || !checkLse(mode, a.lse) ||
         !checkIndexAligned(mode, {{"cuKVSeqLens", a.cuKVSeqLens}}))
@@ -451,6 +455,7 @@ bool FmhaRunner::run(VitArgs const& a) {
     if (!checkVariant(c, true) || !checkVitHeads(*this)) return false;
     if (!checkBatch(mode, a.batchSize, 1)) return false;
     if (a.totalSeqLen <= 0) return fail(cat(mode, ": totalSeqLen (", a.totalSeqLen, ") must be positive"));
+    if (a.totalSeqLen > kMaxKeys) return fail(cat(mode, ": totalSeqLen (", a.totalSeqLen, ") exceeds ", kMaxKeys));
     if (a.maxSeqLen <= 0 || a.maxSeqLen > a.totalSeqLen)
         return fail(cat(mode, ": maxSeqLen (", a.maxSeqLen, ") must be in [1, totalSeqLen = ", a.totalSeqLen, "]"));
     if (!checkPointers(mode, {{"qPtr", a.q}, {"kPtr", a.k}, {"vPtr", a.v}, {"oPtr", a.o}, {"cuSeqLens", a.cuSeqLens}}) ||

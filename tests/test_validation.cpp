@@ -217,7 +217,7 @@ std::vector<Case<Args>> pagingCases() {
          {"kvCacheCapacity (256) must equal maxPagesPerSeq * tokensPerPage (320)"}},
         {"CapacityMismatchShape", [](S& s) { s.shape.cap = 255; }, {"kvCacheCapacity (255)"}},
         {"CapacityOverflow", [](S& s) { s.args.maxPagesPerSeq = 1 << 24, s.args.tokensPerPage = 256; },
-         {"exceeds INT32_MAX"}},
+         {"exceeds 2147482623"}},
         {"NullPool", [](S& s) { s.args.pool = nullptr; }, {"pagedKVPoolPtr is null"}},
         {"NullPageList", [](S& s) { s.args.pageList = nullptr; }, {"kvCachePageList is null"}},
         {"MisalignedPool", [](S& s) { s.args.pool = offsetBytes(s.args.pool, 2); },
@@ -286,6 +286,8 @@ struct LlmMode {
         std::vector<Case<Args>> const own = {
             {"SeqLenQZero", [](S& s) { s.shape.seqQ = 0; }, {"seqLenQ (0) must be positive"}},
             {"CapacityZero", [](S& s) { s.shape.cap = 0; }, {"kvCacheCapacity (0) must be positive"}},
+            {"CapacityPastKeyRange", [](S& s) { s.shape.cap = INT32_MAX; },
+             {"kvCacheCapacity (2147483647) exceeds 2147482623"}},
             {"NullKV", [](S& s) { s.args.kv = nullptr; }, {"kvPtr is null"}},
             {"MisalignedKV", [](S& s) { s.args.kv = offsetBytes(s.args.kv, 2); }, {"kvPtr must be 16-byte aligned"}},
         };
@@ -474,6 +476,8 @@ struct VitMode {
             {"BatchNegative", [](S& s) { s.args.batchSize = -2; }, {"batchSize (-2)"}},
             {"BatchTooLarge", [](S& s) { s.args.batchSize = 65536; }, {"batchSize (65536) exceeds 65535"}},
             {"TotalZero", [](S& s) { s.args.totalSeqLen = 0; }, {"totalSeqLen (0) must be positive"}},
+            {"TotalPastKeyRange", [](S& s) { s.args.totalSeqLen = INT32_MAX; },
+             {"totalSeqLen (2147483647) exceeds 2147482623"}},
             {"MaxSeqZero", [](S& s) { s.args.maxSeqLen = 0; }, {"maxSeqLen (0) must be in [1, totalSeqLen = 16]"}},
             {"MaxSeqAboveTotal", [](S& s) { s.args.maxSeqLen = 17; }, {"maxSeqLen (17)"}},
             {"NullK", [](S& s) { s.args.k = nullptr; }, {"kPtr is null"}},

@@ -89,6 +89,7 @@ void usage() {
         "       fmha run [--mode llm|paged|ragged|vit|all] [--device cpu|gpu] [--dtype fp16|bf16|fp8]\n"
         "                [--batch N] [--heads N] [--kv-heads N] [--head-dim N] [--seq-q N] [--seq-kv N]\n"
         "                [--page-size N] [--window N] [--causal|--no-causal] [--bidirectional] [--skip S] [--seed N]\n"
+        "                [--no-verify]   (CPU: time the reference alone, skip the naive cross-check)\n"
         "       fmha bench [--quick] [--json FILE] [--iters N] [--commit SHA]");
 }
 
@@ -238,7 +239,9 @@ int cmdRun(Flags& f) {
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         std::string verdict, detail;
         double maxErr = 0;
-        if (ok && cpu) {
+        if (ok && cpu && f.has("no-verify")) {
+            verdict = "UNVERIFIED";  // timing of the CPU backend alone
+        } else if (ok && cpu) {
             // The CPU backend is the reference; it is checked against the naive evaluation.
             ref::Result naive;
             harness::naiveAttention(p, &naive);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <thread>
@@ -41,13 +42,41 @@ struct Layout {
     int64_t lseSize = 0;
 };
 
+// The two inner loops, in float64 with a fixed order of operations (deterministic). They
+// inline into attendOne, which is built for AVX2/FMA and for plain x86-64 (chosen at load).
+typedef double V4 __attribute__((vector_size(32)));
+
+__attribute__((always_inline)) inline double dot(double const* a, double const* b, int32_t n) {
+    V4 s0 = {0, 0, 0, 0}, s1 = {0, 0, 0, 0};
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        V4 a0, a1, b0, b1;
+        std::memcpy(&a0, a + i, 32);
+        std::memcpy(&a1, a + i + 4, 32);
+        std::memcpy(&b0, b + i, 32);
+        std::memcpy(&b1, b + i + 4, 32);
+        s0 += a0 * b0;
+        s1 += a1 * b1;
+    }
+    V4 const t = s0 + s1;
+    double r = (t[0] + t[1]) + (t[2] + t[3]);
+    for (; i < n; ++i) r += a[i] * b[i];
+    return r;
+}
+
+__attribute__((always_inline)) inline void axpy(double* __restrict o, double p, double const* __restrict v,
+                                                int32_t n) {
+    for (int32_t d = 0; d < n; ++d) o[d] += p * v[d];
+}
+
 double roundLike(double p, DataType t) {
     float f = static_cast<float>(p);
     return t == DataType::kBF16 ? num::roundToBf16(f) : num::roundToHalf(f);
 }
 
-void attendOne(Shape const& s, Layout const& L, Options const& opt, int32_t b, int32_t hkv, Result& out,
-               std::atomic<int64_t>& skipped) {
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void attendOne(
+    Shape const& s, Layout const& L, Options const& opt, int32_t b, int32_t hkv, Result& out,
+    std::atomic<int64_t>& skipped) {
     int32_t const D = s.headDim, Hq = s.numQHeads, group = s.numQHeads / s.numKVHeads;
     int32_t const lq = L.lq(b), lk = L.lk(b);
     if (lq <= 0) return;
@@ -65,11 +94,12 @@ void attendOne(Shape const& s, Layout const& L, Options const& opt, int32_t b, i
     int32_t const tileN = std::max(1, opt.skipTileN), groupRows = std::max(1, opt.skipGroupRows);
     int32_t const numTiles = (lk + tileN - 1) / tileN;
 
-    std::vector<double> q(D), score(static_cast<size_t>(lk));
-    std::vector<char> allowed(static_cast<size_t>(lk));
-    // Per row of one group: allowed mask and scores, kept for the skip decision.
-    std::vector<std::vector<double>> gScore(groupRows);
+    // Rows are processed in groups (the skip-softmax groups): each K and V row is then read
+    // once per group rather than once per query row, which keeps the work in cache.
+    std::vector<double> gQ(static_cast<size_t>(groupRows) * D);
+    std::vector<std::vector<double>> gScore(groupRows);  // scores, then probabilities
     std::vector<std::vector<char>> gAllowed(groupRows);
+    std::vector<double> rowMax(groupRows), rowSum(groupRows);
     for (int32_t hq = hkv * group; hq < (hkv + 1) * group; ++hq) {
         for (int32_t i0 = 0; i0 < lq; i0 += groupRows) {
             int32_t const rows = std::min(groupRows, lq - i0);
@@ -77,7 +107,8 @@ void attendOne(Shape const& s, Layout const& L, Options const& opt, int32_t b, i
                 int32_t const i = i0 + r;
                 int64_t const qRow = L.qRowBegin(b) + i;
                 for (int32_t d = 0; d < D; ++d)
-                    q[d] = loadElement(L.q, (qRow * Hq + hq) * D + d, L.type) * L.qScale;
+                    gQ[static_cast<size_t>(r) * D + d] =
+                        loadElement(L.q, (qRow * Hq + hq) * D + d, L.type) * L.qScale;
                 int64_t lo = 0, hi = lk - 1;  // causal/window range of keys
                 if (L.causal) {
                     hi = std::min<int64_t>(hi, i + off);
@@ -88,25 +119,16 @@ void attendOne(Shape const& s, Layout const& L, Options const& opt, int32_t b, i
                     bb = L.bidirBegin[static_cast<int64_t>(b) * L.bidirStride + i];
                     be = L.bidirEnd[static_cast<int64_t>(b) * L.bidirStride + i];
                 }
-                auto& sc = gScore[r];
-                auto& al = gAllowed[r];
-                sc.assign(static_cast<size_t>(lk), 0.0);
-                al.assign(static_cast<size_t>(lk), 0);
-                for (int32_t j = 0; j < lk; ++j) {
-                    bool ok = (j >= lo && j <= hi) || (bb >= 0 && j >= bb && j <= be);
-                    if (!ok) continue;
-                    double const* kj = &K[static_cast<size_t>(j) * D];
-                    double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-                    int32_t d = 0;
-                    for (; d + 4 <= D; d += 4) {
-                        a0 += q[d] * kj[d];
-                        a1 += q[d + 1] * kj[d + 1];
-                        a2 += q[d + 2] * kj[d + 2];
-                        a3 += q[d + 3] * kj[d + 3];
-                    }
-                    for (; d < D; ++d) a0 += q[d] * kj[d];
-                    sc[j] = (a0 + a1 + a2 + a3) * L.scale;
-                    al[j] = 1;
+                gScore[r].assign(static_cast<size_t>(lk), 0.0);
+                gAllowed[r].assign(static_cast<size_t>(lk), 0);
+                for (int32_t j = 0; j < lk; ++j)
+                    gAllowed[r][j] = (j >= lo && j <= hi) || (bb >= 0 && j >= bb && j <= be);
+            }
+            for (int32_t j = 0; j < lk; ++j) {
+                double const* kj = &K[static_cast<size_t>(j) * D];
+                for (int32_t r = 0; r < rows; ++r) {
+                    if (!gAllowed[r][j]) continue;
+                    gScore[r][j] = dot(&gQ[static_cast<size_t>(r) * D], kj, D) * L.scale;
                 }
             }
             // Skip-softmax: visit tiles from the last to the first, as the kernels do; a
@@ -134,31 +156,45 @@ void attendOne(Shape const& s, Layout const& L, Options const& opt, int32_t b, i
                     }
                 }
             }
+            // Probabilities relative to each row's maximum; the sum uses the unrounded values.
             for (int32_t r = 0; r < rows; ++r) {
-                int32_t const i = i0 + r;
-                auto const& sc = gScore[r];
+                auto& sc = gScore[r];
                 auto const& al = gAllowed[r];
                 double m = -INFINITY;
                 for (int32_t j = 0; j < lk; ++j)
                     if (al[j]) m = std::max(m, sc[j]);
-                int64_t const oBase = ((L.qRowBegin(b) + i) * Hq + hq) * static_cast<int64_t>(D);
-                double* o = &out.o[static_cast<size_t>(oBase)];
-                std::fill(o, o + D, 0.0);
-                if (m == -INFINITY) {
-                    if (!out.lse.empty()) out.lse[static_cast<size_t>(L.lseIndex(b, hq, i))] = -INFINITY;
-                    continue;
-                }
                 double l = 0.0;
-                for (int32_t j = 0; j < lk; ++j) {
-                    if (!al[j]) continue;
-                    double p = std::exp(sc[j] - m);
-                    l += p;
-                    if (opt.roundP) p = roundLike(p, L.type);
-                    double const* vj = &V[static_cast<size_t>(j) * D];
-                    for (int32_t d = 0; d < D; ++d) o[d] += p * vj[d];
+                if (m != -INFINITY) {
+                    for (int32_t j = 0; j < lk; ++j) {
+                        if (!al[j]) continue;
+                        double const p = std::exp(sc[j] - m);
+                        l += p;
+                        sc[j] = opt.roundP ? roundLike(p, L.type) : p;
+                    }
                 }
-                for (int32_t d = 0; d < D; ++d) o[d] /= l;
-                if (!out.lse.empty()) out.lse[static_cast<size_t>(L.lseIndex(b, hq, i))] = m + std::log(l);
+                rowMax[r] = m;
+                rowSum[r] = l;
+            }
+            auto oRow = [&](int32_t r) {
+                int64_t const oBase = ((L.qRowBegin(b) + i0 + r) * Hq + hq) * static_cast<int64_t>(D);
+                return &out.o[static_cast<size_t>(oBase)];
+            };
+            for (int32_t r = 0; r < rows; ++r) std::fill(oRow(r), oRow(r) + D, 0.0);
+            for (int32_t j = 0; j < lk; ++j) {
+                double const* vj = &V[static_cast<size_t>(j) * D];
+                for (int32_t r = 0; r < rows; ++r) {
+                    if (!gAllowed[r][j] || rowMax[r] == -INFINITY) continue;
+                    axpy(oRow(r), gScore[r][j], vj, D);
+                }
+            }
+            for (int32_t r = 0; r < rows; ++r) {
+                int32_t const i = i0 + r;
+                bool const empty = rowMax[r] == -INFINITY;  // no allowed key: O = 0, LSE = -inf
+                double* o = oRow(r);
+                if (!empty)
+                    for (int32_t d = 0; d < D; ++d) o[d] /= rowSum[r];
+                if (!out.lse.empty())
+                    out.lse[static_cast<size_t>(L.lseIndex(b, hq, i))] = empty ? -INFINITY : rowMax[r] + std::log(rowSum[r]);
             }
         }
     }
