@@ -43,8 +43,14 @@ struct Layout {
 };
 
 // The two inner loops, in float64 with a fixed order of operations (deterministic). They
-// inline into attendOne, which is built for AVX2/FMA and for plain x86-64 (chosen at load).
+// inline into attendOne, which on x86-64 is built for AVX2/FMA and for the baseline
+// (chosen at load time).
 typedef double V4 __attribute__((vector_size(32)));
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FMHA_HOST_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define FMHA_HOST_SIMD_CLONES
+#endif
 
 __attribute__((always_inline)) inline double dot(double const* a, double const* b, int32_t n) {
     V4 s0 = {0, 0, 0, 0}, s1 = {0, 0, 0, 0};
@@ -74,7 +80,7 @@ double roundLike(double p, DataType t) {
     return t == DataType::kBF16 ? num::roundToBf16(f) : num::roundToHalf(f);
 }
 
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void attendOne(
+FMHA_HOST_SIMD_CLONES void attendOne(
     Shape const& s, Layout const& L, Options const& opt, int32_t b, int32_t hkv, Result& out,
     std::atomic<int64_t>& skipped) {
     int32_t const D = s.headDim, Hq = s.numQHeads, group = s.numQHeads / s.numKVHeads;
