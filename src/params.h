@@ -52,7 +52,7 @@ struct FmhaParams {
     int64_t kvHeadStride = 0;
     bool kvRowsFromCu = false;
     // Paged KV: pool [numPages, pageSize, numKVHeads, headDim]; table [B, 2, maxPagesPerSeq].
-    // Page ids outside [0, numPages) are never dereferenced: their keys count as masked.
+    // Page ids outside [0, numPages) are never dereferenced: their keys read as zeros.
     int32_t const* pageTable = nullptr;
     int32_t numPages = 0;
     int32_t maxPagesPerSeq = 0;
