@@ -394,7 +394,8 @@ bool FmhaRunner::run(PagedRaggedArgs const& a) {
     if (a.totalQSeqLen <= 0) return fail(cat(mode, ": totalQSeqLen (", a.totalQSeqLen, ") must be positive"));
     if (a.maxQSeqLen <= 0 || a.maxQSeqLen > a.totalQSeqLen)
         return fail(cat(mode, ": maxQSeqLen (", a.maxQSeqLen, ") must be in [1, totalQSeqLen = ", a.totalQSeqLen, "]"));
-    if (!checkPaging(mode, "numFlatPages", a.numFlatPages, a.maxPagesPerSeq, a.tokensPerPage, mKvCacheCapacity)) return false;
+    if (!checkPaging(mode, "numFlatPages", a.numFlatPages, a.maxPagesPerSeq, a.tokensPerPage, mKvCacheCapacity))
+        return false;
     if (!checkPointers(mode,
                        {{"qPtr", a.q},
                         {"pagedKVPoolPtr", a.pool},
