@@ -10,6 +10,9 @@
 
 namespace fmha::detail {
 
+namespace {
+
+// Head dim as the portable kernels see it (multiple of 16); 0 for a head dim no kernel takes.
 int kernelHeadDim(int d) {
     switch (d) {
     case 64: return 64;
@@ -22,8 +25,6 @@ int kernelHeadDim(int d) {
     default: return 0;
     }
 }
-
-namespace {
 
 template <class Kernel>
 void fill(KernelOps* ops, char const* family) {

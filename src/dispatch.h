@@ -16,9 +16,6 @@ struct KernelOps {
     char const* family = "";
 };
 
-// Head dim as the portable kernels see it (multiple of 16); 0 for a head dim no kernel takes.
-int kernelHeadDim(int headDim);
-
 // The portable instance for this combination, or false when none was built.
 bool findPortableKernel(ElementKind element, int headDim, KvAddressing kv, KernelOps* ops);
 

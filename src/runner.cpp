@@ -136,21 +136,12 @@ bool checkPointers(char const* mode, std::initializer_list<std::pair<char const*
     return true;
 }
 
-bool checkAligned(char const* mode, std::initializer_list<std::pair<char const*, void const*>> ptrs) {
+// Tensors are read in 16-byte vectors, index arrays (cu*, page list, bidirectional bounds)
+// and the LSE as 4-byte words.
+bool checkAligned(char const* mode, uintptr_t bytes,
+                  std::initializer_list<std::pair<char const*, void const*>> ptrs) {
     for (auto const& [name, p] : ptrs)
-        if (!aligned(p, 16)) return fail(cat(mode, ": ", name, " must be 16-byte aligned"));
-    return true;
-}
-
-// Index arrays (cu*, page list, bidirectional bounds) are read as int32.
-bool checkIndexAligned(char const* mode, std::initializer_list<std::pair<char const*, void const*>> ptrs) {
-    for (auto const& [name, p] : ptrs)
-        if (!aligned(p, 4)) return fail(cat(mode, ": ", name, " must be 4-byte aligned"));
-    return true;
-}
-
-bool checkLse(char const* mode, float const* lse) {
-    if (lse != nullptr && !aligned(lse, 4)) return fail(cat(mode, ": lse must be 4-byte aligned"));
+        if (!aligned(p, bytes)) return fail(cat(mode, ": ", name, " must be ", bytes, "-byte aligned"));
     return true;
 }
 
@@ -279,8 +270,8 @@ bool FmhaRunner::run(LlmArgs const& a) {
     if (mKvCacheCapacity > kMaxKeys)
         return fail(cat(mode, ": kvCacheCapacity (", mKvCacheCapacity, ") exceeds ", kMaxKeys));
     if (!checkPointers(mode, {{"qPtr", a.q}, {"kvPtr", a.kv}, {"oPtr", a.o}, {"cuKVSeqLens", a.cuKVSeqLens}}) ||
-        !checkAligned(mode, {{"qPtr", a.q}, {"kvPtr", a.kv}, {"oPtr", a.o}}) || !checkLse(mode, a.lse) ||
-        !checkIndexAligned(mode, {{"cuKVSeqLens", a.cuKVSeqLens}}))
+        !checkAligned(mode, 16, {{"qPtr", a.q}, {"kvPtr", a.kv}, {"oPtr", a.o}}) ||
+        !checkAligned(mode, 4, {{"lse", a.lse}, {"cuKVSeqLens", a.cuKVSeqLens}}))
         return false;
     detail::KernelOps ops;
     if (!selectKernel(c, &ops, a.stream, false)) return false;
@@ -336,18 +327,20 @@ bool FmhaRunner::runPaged(PagedArgs const& a, DataType kvDataType) {
                         dataTypeName(a.inputType), "; fp8Input selects fp8e4m3)"));
     if (!checkBatch(mode, mBatchSize, vSplits(mHeadDim))) return false;
     if (mSeqLenQ <= 0) return fail(cat(mode, ": seqLenQ (", mSeqLenQ, ") must be positive"));
-    if (!checkPaging(mode, "numPages", a.numPages, a.maxPagesPerSeq, a.tokensPerPage, mKvCacheCapacity)) return false;
+    if (!checkPaging(mode, "numPages", a.numPages, a.maxPagesPerSeq, a.tokensPerPage, mKvCacheCapacity))
+        return false;
     if (!checkPointers(mode,
                        {{"qPtr", a.q},
                         {"pagedKVPoolPtr", a.pool},
                         {"kvCachePageList", a.pageList},
                         {"oPtr", a.o},
                         {"cuKVSeqLens", a.cuKVSeqLens}}) ||
-        !checkAligned(mode, {{"qPtr", a.q}, {"pagedKVPoolPtr", a.pool}, {"oPtr", a.o}}) || !checkLse(mode, a.lse) ||
-        !checkIndexAligned(mode, {{"kvCachePageList", a.pageList},
-                                  {"cuKVSeqLens", a.cuKVSeqLens},
-                                  {"bidirectionalBlockBegin", a.bidirectionalBlockBegin},
-                                  {"bidirectionalBlockEnd", a.bidirectionalBlockEnd}}))
+        !checkAligned(mode, 16, {{"qPtr", a.q}, {"pagedKVPoolPtr", a.pool}, {"oPtr", a.o}}) ||
+        !checkAligned(mode, 4, {{"lse", a.lse},
+                                {"kvCachePageList", a.pageList},
+                                {"cuKVSeqLens", a.cuKVSeqLens},
+                                {"bidirectionalBlockBegin", a.bidirectionalBlockBegin},
+                                {"bidirectionalBlockEnd", a.bidirectionalBlockEnd}}))
         return false;
     detail::KernelOps ops;
     if (!selectKernel(c, &ops, a.stream, false)) return false;
@@ -403,10 +396,11 @@ bool FmhaRunner::run(PagedRaggedArgs const& a) {
                         {"oPtr", a.o},
                         {"cuQSeqLens", a.cuQSeqLens},
                         {"cuKVSeqLens", a.cuKVSeqLens}}) ||
-        !checkAligned(mode, {{"qPtr", a.q}, {"pagedKVPoolPtr", a.pool}, {"oPtr", a.o}}) || !checkLse(mode, a.lse) ||
-        !checkIndexAligned(mode, {{"kvCachePageList", a.pageList},
-                                  {"cuQSeqLens", a.cuQSeqLens},
-                                  {"cuKVSeqLens", a.cuKVSeqLens}}))
+        !checkAligned(mode, 16, {{"qPtr", a.q}, {"pagedKVPoolPtr", a.pool}, {"oPtr", a.o}}) ||
+        !checkAligned(mode, 4, {{"lse", a.lse},
+                                {"kvCachePageList", a.pageList},
+                                {"cuQSeqLens", a.cuQSeqLens},
+                                {"cuKVSeqLens", a.cuKVSeqLens}}))
         return false;
     detail::KernelOps ops;
     if (!selectKernel(c, &ops, a.stream, false)) return false;
@@ -460,8 +454,8 @@ bool FmhaRunner::run(VitArgs const& a) {
     if (a.maxSeqLen <= 0 || a.maxSeqLen > a.totalSeqLen)
         return fail(cat(mode, ": maxSeqLen (", a.maxSeqLen, ") must be in [1, totalSeqLen = ", a.totalSeqLen, "]"));
     if (!checkPointers(mode, {{"qPtr", a.q}, {"kPtr", a.k}, {"vPtr", a.v}, {"oPtr", a.o}, {"cuSeqLens", a.cuSeqLens}}) ||
-        !checkAligned(mode, {{"qPtr", a.q}, {"kPtr", a.k}, {"vPtr", a.v}, {"oPtr", a.o}}) || !checkLse(mode, a.lse) ||
-        !checkIndexAligned(mode, {{"cuSeqLens", a.cuSeqLens}}))
+        !checkAligned(mode, 16, {{"qPtr", a.q}, {"kPtr", a.k}, {"vPtr", a.v}, {"oPtr", a.o}}) ||
+        !checkAligned(mode, 4, {{"lse", a.lse}, {"cuSeqLens", a.cuSeqLens}}))
         return false;
     detail::KernelOps ops;
     if (!selectKernel(c, &ops, a.stream, false)) return false;
