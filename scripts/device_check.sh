@@ -2,7 +2,7 @@
 # Runs on the GPU machine over binaries built elsewhere: GPU tests, compute-sanitizer,
 # `fmha run`, and the benchmark with the cuDNN/FA2 comparison. Logs go to $OUT (or ./out).
 # usage: device_check.sh BIN_DIR [tests] [sass] [memcheck] [memcheck-portable] [racecheck]
-#                          [racecheck-portable] [run] [bench|quickbench] [portbench]
+#                          [synccheck] [racecheck-portable] [run] [bench|quickbench] [portbench]
 set -u
 bin=${1:?binary folder}
 shift
@@ -11,17 +11,21 @@ mkdir -p "$out"
 commit=$(cat "$bin/COMMIT" 2>/dev/null || echo unknown)
 status=0
 step() { echo "== $*"; }
+# A hung kernel (a pipeline that never completes) must not eat the whole call: every GPU
+# command runs under a limit, in seconds (STEP_LIMIT, default 400).
+limit=${STEP_LIMIT:-400}
+t() { timeout -k 5 "$limit" "$@"; }
 for what in "$@"; do
   case $what in
     tests)
       step "GPU tests"
       nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/smi.txt"
       "$bin/fmha" info | tee "$out/info.txt"
-      "$bin/fmha_gpu_tests" --gtest_brief=1 > "$out/gpu_tests.log" 2>&1 || status=1
+      t "$bin/fmha_gpu_tests" --gtest_brief=1 > "$out/gpu_tests.log" 2>&1 || status=1
       echo "-- default dispatch (Hopper family where it covers the shape)"
       grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED|tests ran|test seed|Hopper family" "$out/gpu_tests.log" | head -40
       echo "-- FMHA_KERNEL_FAMILY=portable"
-      FMHA_KERNEL_FAMILY=portable "$bin/fmha_gpu_tests" --gtest_brief=1 > "$out/gpu_tests_portable.log" 2>&1 || status=1
+      FMHA_KERNEL_FAMILY=portable t "$bin/fmha_gpu_tests" --gtest_brief=1 > "$out/gpu_tests_portable.log" 2>&1 || status=1
       grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED|tests ran|test seed" "$out/gpu_tests_portable.log" | head -40
       ;;
     sass)
@@ -32,45 +36,52 @@ for what in "$@"; do
       ;;
     memcheck)
       step "compute-sanitizer memcheck, whole GPU suite"
-      compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 \
+      t compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 \
         > "$out/memcheck.log" 2>&1 || status=1
       grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/memcheck.log" | tail -5
       ;;
     memcheck-portable)
       step "compute-sanitizer memcheck, whole GPU suite, portable family"
-      FMHA_KERNEL_FAMILY=portable compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fmha_gpu_tests" \
+      FMHA_KERNEL_FAMILY=portable t compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fmha_gpu_tests" \
         --gtest_brief=1 > "$out/memcheck_portable.log" 2>&1 || status=1
       grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/memcheck_portable.log" | tail -5
       ;;
     racecheck)
       step "compute-sanitizer racecheck, subset"
-      compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 \
+      t compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 \
         --gtest_filter='*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*ragged_fp8_d256_window*:*vit_fp16_d80*:*paged_fp16_d512_causal*:*llm_long_fp16_d64*:SkipSoftmax.*' \
         > "$out/racecheck.log" 2>&1 || status=1
       grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/racecheck.log" | tail -5
       ;;
+    synccheck)
+      step "compute-sanitizer synccheck, subset"
+      t compute-sanitizer --tool synccheck --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 \
+        --gtest_filter='*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*vit_fp16_d64*:*llm_long_fp16_d64*:Families.*' \
+        > "$out/synccheck.log" 2>&1 || status=1
+      grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/synccheck.log" | tail -5
+      ;;
     racecheck-portable)
       step "compute-sanitizer racecheck, subset, portable family"
-      FMHA_KERNEL_FAMILY=portable compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/fmha_gpu_tests" \
+      FMHA_KERNEL_FAMILY=portable t compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/fmha_gpu_tests" \
         --gtest_brief=1 --gtest_filter='*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*vit_fp16_d80*:*llm_long_fp16_d64*' \
         > "$out/racecheck_portable.log" 2>&1 || status=1
       grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/racecheck_portable.log" | tail -5
       ;;
     run)
       step "fmha run --device gpu --mode all"
-      "$bin/fmha" run --device gpu --mode all 2>&1 | tee "$out/run.log" || status=1
-      "$bin/fmha" run --device gpu --mode all --dtype fp8 2>&1 | tee -a "$out/run.log" || status=1
+      t "$bin/fmha" run --device gpu --mode all 2>&1 | tee "$out/run.log" || status=1
+      t "$bin/fmha" run --device gpu --mode all --dtype fp8 2>&1 | tee -a "$out/run.log" || status=1
       ;;
     bench|quickbench)
       step "benchmark (default dispatch)"
       flag=""; [ "$what" = quickbench ] && flag="--quick"
-      "$bin/fmha" bench $flag --commit "$commit" --json "$out/ours.json" | tee "$out/bench.log" || status=1
+      t "$bin/fmha" bench $flag --commit "$commit" --json "$out/ours.json" | tee "$out/bench.log" || status=1
       python3 bench/compare_sdpa.py "$out/ours.json" "$out/bench.json" --md "$out/bench.md" --png "$out/bench.png" \
         2>&1 | tee -a "$out/bench.log" || status=1
       ;;
     portbench)
       step "benchmark (portable family, quick sweep)"
-      FMHA_KERNEL_FAMILY=portable "$bin/fmha" bench --quick --commit "$commit" --json "$out/ours_portable.json" \
+      FMHA_KERNEL_FAMILY=portable t "$bin/fmha" bench --quick --commit "$commit" --json "$out/ours_portable.json" \
         | tee "$out/bench_portable.log" || status=1
       python3 bench/compare_sdpa.py "$out/ours_portable.json" "$out/bench_portable.json" --md "$out/bench_portable.md" \
         2>&1 | tee -a "$out/bench_portable.log" || status=1

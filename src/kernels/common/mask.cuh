@@ -71,6 +71,15 @@ struct MaskPolicy {
     __device__ bool empty() const { return nBlockMax <= nBlockMin; }
     __device__ bool tileNeedsMask(int32_t n) const { return n >= nUnmaskedHiEnd || n < nUnmaskedLoBegin; }
 
+    // The same split in visit order (i = 0, 1, ... is tile nBlockMax - 1 - i): tiles i in
+    // [0, *firstUnmasked) and [*endUnmasked, tiles) need masking, those between do not.
+    __device__ void visitSplit(int32_t* firstUnmasked, int32_t* endUnmasked) const {
+        int32_t const tiles = nBlockMax - nBlockMin;
+        int32_t const a = min(max(nBlockMax - nUnmaskedHiEnd, 0), tiles);
+        *firstUnmasked = a;
+        *endUnmasked = min(max(nBlockMax - nUnmaskedLoBegin, a), tiles);
+    }
+
     // Row-constant part of the predicate, computed once per row. Bounds are clamped into
     // [-1, Lk] so that they fit int32 (keys are int32: Lk < 2^31 - kBlockN is validated).
     struct Row {
@@ -96,7 +105,8 @@ struct MaskPolicy {
         return r;
     }
     __device__ static bool allowed(Row const& r, int32_t j) {
-        return (j >= r.lo && j <= r.hi) || (j >= r.bLo && j <= r.bHi);
+        // Bitwise, not short-circuit: no branches in the unrolled tile loops.
+        return ((j >= r.lo) & (j <= r.hi)) | ((j >= r.bLo) & (j <= r.bHi));
     }
 };
 

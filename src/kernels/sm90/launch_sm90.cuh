@@ -10,7 +10,9 @@ template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
 cudaError_t KernelSm90<kElem, kHeadDim, kKv>::launch(FmhaParams const& p, cudaStream_t stream) {
     using Tile = TileSm90<kHeadDim>;
     dim3 const grid((p.maxSeqLenQ + Tile::kBlockM - 1) / Tile::kBlockM, p.numQHeads, p.batch);
-    fwdKernelSm90<kElem, kHeadDim, kKv><<<grid, Tile::kNThreads, Tile::kSmemBytes, stream>>>(p);
+    TmaDescs tma;
+    makeTmaDescs(p, Tile::kBlockM, Tile::kBlockN, &tma);
+    fwdKernelSm90<kElem, kHeadDim, kKv><<<grid, Tile::kNThreads, Tile::kSmemBytes, stream>>>(p, tma);
     return cudaGetLastError();
 }
 

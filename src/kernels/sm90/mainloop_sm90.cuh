@@ -1,19 +1,32 @@
-// Mainloop pieces of the Hopper family: 128-byte-swizzled shared-memory tiles, their wgmma
-// matrix descriptors, and the two warpgroup GEMMs (SS for Q.K^T, RS for P.V) on CuTe's
-// SM90 GMMA atoms. Accumulators are flat FP32 arrays in the per-warp mma.sync C layout.
+// Mainloop of the Hopper family: the K/V mbarrier pipeline, the producer warpgroup's
+// cp.async gathers, and the consumer warpgroups' wgmma steps (SS for Q.K^T, RS for P.V)
+// with intra-warpgroup overlap: tile n's Q.K^T and tile n+1's P.V run on the tensor cores
+// while the warpgroup does tile n's softmax. 128-byte-swizzled shared memory throughout.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include <cute/arch/mma_sm90_desc.hpp>
+#include <cute/arch/copy_sm90_desc.hpp>
+#include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/arch/mma_sm90_gmma.hpp>
+#include <cutlass/arch/barrier.h>
 
 #include "kernels/common/elem.cuh"
+#include "kernels/common/kv_address.cuh"
+#include "kernels/common/mask.cuh"
+#include "kernels/common/softmax.cuh"
+#include "kernels/common/tile_load.cuh"
+#include "kernels/sm90/tma_sm90.h"
 
 namespace fmha::sm90 {
 
 namespace gmma = cute::SM90::GMMA;
+using Barrier = cutlass::arch::ClusterBarrier;
+using TxBarrier = cutlass::arch::ClusterTransactionBarrier;
 
 // Byte offset of chunk c (8 elements) of row r in a tile of kRows rows stored as 64-column
 // blocks of kRows x 128 B, each row's eight 16-byte chunks XOR-swizzled by (row % 8): the
@@ -62,16 +75,26 @@ __device__ inline void rs(uint32_t const (&a)[4], uint64_t db, float (&d)[N], st
     Op::fma(a[0], a[1], a[2], a[3], db, d[I]..., gmma::ScaleOut::One);
 }
 
+// Pins registers between a wgmma's issue and its wait: without it the compiler may move,
+// or reuse, registers the tensor cores still read or write.
 template <int N>
 __device__ inline void fenceOperands(float (&d)[N]) {
 #pragma unroll
     for (int i = 0; i < N; ++i) cute::warpgroup_fence_operand(d[i]);
 }
+template <int N>
+__device__ inline void fenceOperands(uint32_t (&a)[N][4]) {
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(a[k][i]);
+}
 
-// S[64 x kBlockN] = Q[warpgroup's 64 rows] . K^T. sQ: this warpgroup's first Q row inside
-// a kRowsQ-row swizzled tile; sK: a kBlockN-row swizzled tile. Waits for completion.
+// Issues S[64 x kBlockN] = Q[warpgroup's 64 rows] . K^T as one wgmma group (no wait).
+// sQ: this warpgroup's first Q row inside a kRowsQ-row swizzled tile; sK: a kBlockN-row
+// swizzled tile.
 template <class T, int kHeadDim, int kBlockN, int kRowsQ>
-__device__ inline void gemmQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2]) {
+__device__ inline void issueQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2]) {
     using Op = typename GmmaOps<T, kBlockN>::SS;
     fenceOperands(s);
     cute::warpgroup_arrive();
@@ -84,27 +107,323 @@ __device__ inline void gemmQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2])
                kk == 0 ? gmma::ScaleOut::Zero : gmma::ScaleOut::One, std::make_index_sequence<kBlockN / 2>{});
     }
     cute::warpgroup_commit_batch();
-    cute::warpgroup_wait<0>();
-    fenceOperands(s);
 }
 
-// O[64 x kHeadDim] += P[64 x kBlockN] . V with P in registers (A fragments) and V an
-// MN-major operand: its kBlockN-row swizzled tile read transposed. Waits for completion.
+// Issues O[64 x kHeadDim] += P[64 x kBlockN] . V as one wgmma group (no wait), P in
+// registers (A fragments) and V an MN-major operand: its kBlockN-row swizzled tile read
+// transposed.
 template <class T, int kHeadDim, int kBlockN>
-__device__ inline void gemmPV(uint32_t const (&p)[kBlockN / 16][4], uint32_t sV, float (&o)[kHeadDim / 2]) {
+__device__ inline void issuePV(uint32_t (&p)[kBlockN / 16][4], uint32_t sV, float (&o)[kHeadDim / 2]) {
     using Op = typename GmmaOps<T, kHeadDim>::RS;
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(const_cast<uint32_t&>(p[kk][i]));
+    fenceOperands(p);
     fenceOperands(o);
     cute::warpgroup_arrive();
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk)  // 16 keys = two 8-row groups, 2 KB further
         rs<Op>(p[kk], sw128Desc(sV + kk * 2048, kBlockN * 128), o, std::make_index_sequence<kHeadDim / 2>{});
     cute::warpgroup_commit_batch();
-    cute::warpgroup_wait<0>();
-    fenceOperands(o);
 }
+
+// The mbarriers of one CTA. Tile i of the visit order uses stage i % kStages in phase
+// (i / kStages) & 1; K and V have separate barriers, so that Q.K^T of a tile can start
+// while its V is still in flight.
+template <int kStages>
+struct PipelineSm90 {
+    uint64_t qFull;
+    uint64_t full[2][kStages];   // [K or V][stage]: each producer thread's copies have landed
+    uint64_t empty[2][kStages];  // each consumer warp's wgmma has read the stage
+
+    __device__ void init(int producerThreads, int consumerWarps) {
+        Barrier::init(&qFull, producerThreads);
+        for (int w = 0; w < 2; ++w)
+            for (int s = 0; s < kStages; ++s) {
+                Barrier::init(&full[w][s], producerThreads);
+                Barrier::init(&empty[w][s], consumerWarps);
+            }
+        cutlass::arch::fence_barrier_init();
+    }
+};
+
+enum : int { kK = 0, kV = 1 };
+
+// Producer warpgroup: Q once, then K of the first tile, then K of tile i with V of tile
+// i-1 (the order the consumers use them in), each into the next free stage. A tile goes
+// through TMA when its descriptor exists and every row of it is a real key (a whole tile
+// inside the sequence, every page id of it inside the pool); otherwise (the ragged last
+// tile, bad page ids, a layout TMA refuses) through zero-filling cp.async, so that keys
+// past the sequence read as zeros and no bad address is ever formed. Either way all 128
+// threads arrive once on the stage's barrier: TMA with one expect-tx arrive and 127 plain
+// ones, cp.async with each thread's arrive firing when its own copies have landed.
+template <class Elem, class Tile, KvAddressing kKv>
+__device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq,
+                                    MaskPolicy<Tile::kBlockN> const& mask, int b, int hq, int hkv, int m0,
+                                    unsigned char* sQ, unsigned char* sK, unsigned char* sV,
+                                    PipelineSm90<Tile::kStages>& pipe, int ptid) {
+    constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kStages = Tile::kStages;
+    constexpr int kChunks = Tile::kDim / 8, kColBlocks = Tile::kDim / 64, kElemBytes = ElemTraits<Elem>::kBytes;
+    constexpr uint64_t kKeep = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_LAST);  // K/V: reread by other tiles
+    constexpr uint64_t kOnce = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST);
+    int const D = p.headDim, lane = ptid % 32;
+    bool const lead = ptid == 0;
+    int64_t const rowStride = static_cast<int64_t>(p.numQHeads) * D;
+    if (lead) {
+        cute::prefetch_tma_descriptor(reinterpret_cast<cute::TmaDescriptor const*>(&tma.q));
+        cute::prefetch_tma_descriptor(reinterpret_cast<cute::TmaDescriptor const*>(&tma.k));
+        if constexpr (kKv == KvAddressing::kStrided)
+            cute::prefetch_tma_descriptor(reinterpret_cast<cute::TmaDescriptor const*>(&tma.v));
+    }
+
+    if (tma.qOk) {
+        if (lead) {
+            TxBarrier::arrive_and_expect_tx(&pipe.qFull, Tile::kBytesQ);
+#pragma unroll
+            for (int cb = 0; cb < kColBlocks; ++cb)
+                cute::SM90_TMA_LOAD_3D::copy(&tma.q, &pipe.qFull, kOnce, sQ + cb * kBlockM * 128, cb * 64, hq,
+                                             static_cast<int32_t>(seq.qBegin + m0));
+        } else {
+            Barrier::arrive(&pipe.qFull);
+        }
+    } else {
+        char const* qBase = static_cast<char const*>(p.q) +
+                            ((seq.qBegin + m0) * rowStride + static_cast<int64_t>(hq) * D) * kElemBytes;
+        auto qRow = [&](int r) -> char const* { return m0 + r < seq.lq ? qBase + r * rowStride * kElemBytes : nullptr; };
+        auto dstQ = [&](int r, int c) { return sQ + swizzledOffset<kBlockM>(r, c); };
+        loadTile<Elem, kBlockM, kChunks, 128>(qRow, dstQ, 0, D / 8, p.q, ptid);
+        cutlass::arch::cpasync_barrier_arrive_noinc(&pipe.qFull);
+    }
+
+    KvAddress<kKv, kElemBytes> const kv(p, seq, b, hkv);
+    // Paged: a tile spans kPagesPerTile pages (1 when a page holds a whole tile), one TMA
+    // box of kBoxRows rows each.
+    int const pageLog2 = p.pageSizeLog2;
+    int const boxRows = kKv == KvAddressing::kPaged ? min(1 << pageLog2, kBlockN) : kBlockN;
+    auto load = [&](int which, int i) {
+        int const n = mask.nBlockMax - 1 - i, stage = i % kStages;
+        Barrier::wait(&pipe.empty[which][stage], ((i / kStages) & 1) ^ 1);
+        uint64_t* full = &pipe.full[which][stage];
+        unsigned char* base = (which == kV ? sV : sK) + stage * Tile::kBytesKV;
+        int32_t const j0 = n * kBlockN;
+        bool viaTma = tma.kvOk && j0 + kBlockN <= seq.lk;
+        int32_t page = 0;  // lane c: the page of box c
+        if constexpr (kKv == KvAddressing::kPaged) {
+            int const boxes = kBlockN / boxRows;
+            if (viaTma) {
+                bool ok = true;
+                if (lane < boxes) {
+                    page = kv.pages[(which == kV ? kv.maxPages : 0) + ((j0 + lane * boxRows) >> pageLog2)];
+                    ok = page >= 0 && page < kv.numPages;
+                }
+                viaTma = __all_sync(0xffffffffu, ok);  // the same answer in every producer warp
+            }
+            if (viaTma) {
+                if (lead) TxBarrier::arrive_and_expect_tx(full, Tile::kBytesKV);
+                int const inPage = j0 & ((1 << pageLog2) - 1);  // non-zero only when a page holds several tiles
+                for (int c = 0; c < boxes; ++c) {
+                    int32_t const pc = __shfl_sync(0xffffffffu, page, c);
+                    if (lead) {
+#pragma unroll
+                        for (int cb = 0; cb < kColBlocks; ++cb)
+                            cute::SM90_TMA_LOAD_3D::copy(&tma.k, full, kKeep, base + cb * kBlockN * 128 + c * boxRows * 128,
+                                                         cb * 64, hkv, (pc << pageLog2) + inPage);
+                    }
+                }
+                if (!lead) Barrier::arrive(full);
+                return;
+            }
+        } else {
+            if (viaTma) {
+                if (lead) {
+                    TxBarrier::arrive_and_expect_tx(full, Tile::kBytesKV);
+                    CUtensorMap const* map = which == kV ? &tma.v : &tma.k;
+                    int32_t const row = static_cast<int32_t>(seq.kvBegin) + j0;
+                    int32_t const batch = p.kvRowsFromCu ? 0 : b;
+#pragma unroll
+                    for (int cb = 0; cb < kColBlocks; ++cb)
+                        cute::SM90_TMA_LOAD_4D::copy(map, full, kKeep, base + cb * kBlockN * 128, cb * 64, row, hkv, batch);
+                } else {
+                    Barrier::arrive(full);
+                }
+                return;
+            }
+        }
+        auto row = [&](int r) -> char const* {
+            int const j = j0 + r;
+            return j < seq.lk ? kv.row(which == kV, j) : nullptr;
+        };
+        auto dst = [&](int r, int c) { return base + swizzledOffset<kBlockN>(r, c); };
+        loadTile<Elem, kBlockN, kChunks, 128>(row, dst, 0, D / 8, p.k, ptid);
+        cutlass::arch::cpasync_barrier_arrive_noinc(full);
+    };
+    int const nTiles = mask.nBlockMax - mask.nBlockMin;
+    load(kK, 0);
+    for (int i = 1; i < nTiles; ++i) {
+        load(kK, i);
+        load(kV, i - 1);
+    }
+    load(kV, nTiles - 1);
+    cute::cp_async_wait<0>();  // no copy outlives its thread
+}
+
+// Consumer warpgroup: every tile of the visit order through the two GEMMs and the online
+// softmax, accumulating this warpgroup's 64 rows of O.
+template <class ET, class Tile>
+struct ConsumerSm90 {
+    using T = typename ET::Compute;
+    using Mask = MaskPolicy<Tile::kBlockN>;
+    static constexpr int kBlockN = Tile::kBlockN, kStages = Tile::kStages, kNT = kBlockN / 8;
+    static constexpr int kHeadDim = Tile::kDim;
+
+    FmhaParams const& p;
+    SeqInfo const& seq;
+    Mask const& mask;
+    PipelineSm90<kStages>& pipe;
+    uint32_t sQ, sK, sV;  // this warpgroup's Q rows; the K and V stages
+    int row0;             // the first query row this thread holds (it also holds row0 + 8)
+    int t;                // lane position in its quad
+    bool leadLane;        // lane 0: arrives for its warp
+    int wg;               // consumer warpgroup, 0 or 1
+
+    // Ping-pong: the two warpgroups take turns issuing their GEMMs, so that the tensor cores
+    // run one warpgroup's GEMMs while the other does its softmax. Each issue section waits
+    // on its own named barrier and then opens the other's; warpgroup 1 opens warpgroup 0's
+    // first turn and skips its own last opening, so that every barrier phase completes
+    // (both warpgroups visit the same tiles).
+    __device__ void turnBegin() const {
+        if constexpr (Tile::kPingPong)
+            cutlass::arch::NamedBarrier::sync(Tile::kNConsumerThreads, Tile::kBarrierTurn0 + wg);
+    }
+    __device__ void turnEnd(bool last) const {
+        if constexpr (Tile::kPingPong)
+            if (!(last && wg == 1))
+                cutlass::arch::NamedBarrier::arrive(Tile::kNConsumerThreads, Tile::kBarrierTurn0 + (wg ^ 1));
+    }
+
+    __device__ void waitFull(int which, int i) const {
+        Barrier::wait(&pipe.full[which][i % kStages], (i / kStages) & 1);
+        cutlass::arch::fence_view_async_shared();  // cp.async (generic proxy) writes -> wgmma reads
+    }
+    __device__ void release(int which, int i) const {
+        if (leadLane) Barrier::arrive(&pipe.empty[which][i % kStages]);
+    }
+    __device__ uint32_t stage(uint32_t base, int i) const { return base + (i % kStages) * Tile::kBytesKV; }
+
+    // Masks tile n's scores and folds them into the running softmax: s becomes the tile's
+    // unnormalised probabilities; rescale: the factor for O's rows.
+    // rm: the mask rows of this thread's two query rows.
+    template <bool kMasked>
+    __device__ void softmaxStep(float (&s)[kBlockN / 2], int n, typename Mask::Row const (&rm)[2],
+                                OnlineSoftmax<2>& softmax, float (&rescale)[2]) const {
+        if constexpr (kMasked) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+#pragma unroll
+                for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        int32_t const j = n * kBlockN + nt * 8 + 2 * t + e;
+                        if (!Mask::allowed(rm[r], j)) s[nt * 4 + 2 * r + e] = -INFINITY;
+                    }
+        }
+        float sr[2][kNT * 2];
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) sr[e / 2][nt * 2 + (e & 1)] = s[nt * 4 + e];
+        float tileMax[2];
+        OnlineSoftmax<2>::tileMax(sr, tileMax);
+        softmax.update(sr, tileMax, p.scaleLog2, rescale);
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[nt * 4 + e] = sr[e / 2][nt * 2 + (e & 1)];
+    }
+
+    // P in the A-fragment layout of the P.V wgmma: k-step kk covers key groups 2kk, 2kk+1.
+    __device__ static void packP(float const (&s)[kBlockN / 2], uint32_t (&pa)[kBlockN / 16][4]) {
+#pragma unroll
+        for (int kk = 0; kk < kBlockN / 16; ++kk)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float const* v = s + (2 * kk + h) * 4;
+                pa[kk][2 * h + 0] = ET::pack(v[0], v[1]);
+                pa[kk][2 * h + 1] = ET::pack(v[2], v[3]);
+            }
+    }
+
+    // One step: Q.K^T of tile i and P.V of tile i-1 on the tensor cores while the
+    // warpgroup waits for the first, then tile i's softmax while the second runs.
+    template <bool kMasked>
+    __device__ void step(int i, int nLast, typename Mask::Row const (&rm)[2], uint32_t (&pa)[kBlockN / 16][4],
+                         float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax) const {
+        float s[kBlockN / 2];
+        float rescale[2];
+        waitFull(kK, i);
+        turnBegin();
+        issueQK<T, kHeadDim, kBlockN, Tile::kBlockM>(sQ, stage(sK, i), s);
+        waitFull(kV, i - 1);
+        issuePV<T, kHeadDim, kBlockN>(pa, stage(sV, i - 1), o);
+        turnEnd(false);
+        cute::warpgroup_wait<1>();  // Q.K^T done; P.V still reads pa and writes o
+        fenceOperands(s);
+        release(kK, i);
+        softmaxStep<kMasked>(s, nLast - i, rm, softmax, rescale);
+        cute::warpgroup_wait<0>();
+        fenceOperands(o);
+        fenceOperands(pa);  // pa stays live (unreused) until the P.V that reads it is done
+        release(kV, i - 1);
+#pragma unroll
+        for (int nt = 0; nt < kHeadDim / 8; ++nt) {
+            o[nt * 4 + 0] *= rescale[0];
+            o[nt * 4 + 1] *= rescale[0];
+            o[nt * 4 + 2] *= rescale[1];
+            o[nt * 4 + 3] *= rescale[1];
+        }
+        packP(s, pa);
+    }
+
+    __device__ void run(float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax) const {
+        Barrier::wait(&pipe.qFull, 0);
+        cutlass::arch::fence_view_async_shared();
+        int const nTiles = mask.nBlockMax - mask.nBlockMin, nLast = mask.nBlockMax - 1;
+        int32_t firstUnmasked, endUnmasked;
+        mask.visitSplit(&firstUnmasked, &endUnmasked);
+        // The mask of this thread's two rows, read once (rows past the sequence see nothing).
+        typename Mask::Row rm[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) rm[r] = row0 + 8 * r < seq.lq ? mask.row(row0 + 8 * r) : Mask::none();
+        uint32_t pa[kBlockN / 16][4];
+        {
+            float s[kBlockN / 2];
+            float rescale[2];
+            waitFull(kK, 0);
+            if constexpr (Tile::kPingPong)
+                if (wg == 1) cutlass::arch::NamedBarrier::arrive(Tile::kNConsumerThreads, Tile::kBarrierTurn0);
+            turnBegin();
+            issueQK<T, kHeadDim, kBlockN, Tile::kBlockM>(sQ, stage(sK, 0), s);
+            turnEnd(false);
+            cute::warpgroup_wait<0>();
+            fenceOperands(s);
+            release(kK, 0);
+            softmaxStep<true>(s, nLast, rm, softmax, rescale);  // O is still zero
+            packP(s, pa);
+        }
+        // Masked tiles (the causal diagonal, the ragged end) come first in the visit order,
+        // then the unmasked run without mask code, then the masked window edge.
+        int i = 1;
+#pragma unroll 1
+        for (; i < firstUnmasked; ++i) step<true>(i, nLast, rm, pa, o, softmax);
+#pragma unroll 1
+        for (; i < endUnmasked; ++i) step<false>(i, nLast, rm, pa, o, softmax);
+#pragma unroll 1
+        for (; i < nTiles; ++i) step<true>(i, nLast, rm, pa, o, softmax);
+        waitFull(kV, nTiles - 1);
+        turnBegin();
+        issuePV<T, kHeadDim, kBlockN>(pa, stage(sV, nTiles - 1), o);
+        turnEnd(true);
+        cute::warpgroup_wait<0>();
+        fenceOperands(o);
+        release(kV, nTiles - 1);
+    }
+};
 
 }  // namespace fmha::sm90

@@ -6,20 +6,36 @@ namespace fmha::sm90 {
 template <int kHeadDim>
 struct TileSm90 {
     static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "native wgmma head dims");
-    // Two consumer warpgroups, 64 query rows each (the wgmma M).
-    static constexpr int kNWarpGroups = 2;
-    static constexpr int kNThreads = 128 * kNWarpGroups;
-    static constexpr int kBlockM = 64 * kNWarpGroups;
-    // Keys per tile: S is kBlockN/2 FP32 registers a thread and O kHeadDim/2. At D=256, O
-    // takes 128, so 64-key tiles (32 for S) keep the thread under 255 without spills.
+    static constexpr int kDim = kHeadDim;
+    // One producer warpgroup (cp.async gathers into a K/V mbarrier pipeline) and two
+    // consumer warpgroups of 64 query rows each (the wgmma M).
+    static constexpr int kNConsumerWarpGroups = 2;
+    static constexpr int kNConsumerThreads = 128 * kNConsumerWarpGroups;
+    static constexpr int kNThreads = 128 + kNConsumerThreads;
+    static constexpr int kBlockM = 64 * kNConsumerWarpGroups;
+    // Keys per tile. A consumer thread holds O (kHeadDim/2 FP32), the next S (kBlockN/2) and
+    // this P (kBlockN/4 packed) at once: 160 registers at D=128 with 128 keys; at D=256, O
+    // alone takes 128, so 64-key tiles keep the thread inside its 232.
     static constexpr int kBlockN = kHeadDim <= 128 ? 128 : 64;
-    // K/V stages: tile n-1 loads while tile n computes.
-    static constexpr int kStages = 2;
+    // K/V stages, each a K and a V tile with their own barriers: Q + stages fill 112 KB
+    // (D=64, 3 stages), 160 KB (D=128, 2) and 192 KB (D=256, 2) of the 227 KB.
+    static constexpr int kStages = kHeadDim == 64 ? 3 : 2;
+    // setmaxnreg: the producer gives registers to the consumers within the SM's 65536
+    // (128 * 40 + 256 * 232 = 128 * 24 + 256 * 240 = 64512). D=256 holds 128 O registers
+    // a thread and takes the larger share.
+    static constexpr int kProducerRegs = kHeadDim == 256 ? 24 : 40;
+    static constexpr int kConsumerRegs = kHeadDim == 256 ? 240 : 232;
+    // Ping-pong scheduling of the two consumer warpgroups (named barriers 2 and 3; 0 is
+    // __syncthreads, 1 the consumers' meeting before the epilogue).
+#ifndef FMHA_SM90_PINGPONG
+#define FMHA_SM90_PINGPONG 1
+#endif
+    static constexpr bool kPingPong = FMHA_SM90_PINGPONG != 0;
+    static constexpr int kBarrierConsumers = 1;
+    static constexpr int kBarrierTurn0 = 2;
     // Shared memory in 128-byte swizzled rows: 64 columns per block, blocks of rows x 128 B.
-    static constexpr int kColBlocks = kHeadDim / 64;
     static constexpr int kBytesQ = kBlockM * kHeadDim * 2;
     static constexpr int kBytesKV = kBlockN * kHeadDim * 2;
-    // Q + 2 stages of K and V: 80 KB (D=64), 160 KB (D=128), 192 KB (D=256) of 227 KB.
     static constexpr int kSmemBytes = kBytesQ + 2 * kStages * kBytesKV + 1024;  // + alignment slack
     // The epilogue stages O row-major with 16 bytes of padding per row, in the K/V space.
     static constexpr int kStrideO = kHeadDim + 8;

@@ -1,0 +1,83 @@
+// Host side of the Hopper family's TMA descriptors (cuTensorMapEncodeTiled through the
+// runtime's driver entry point, so that nothing links against libcuda).
+#include "kernels/sm90/tma_sm90.h"
+
+#include <climits>
+
+#include <cuda_runtime_api.h>
+
+namespace fmha::sm90 {
+namespace {
+
+using EncodeFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, cuuint64_t const*,
+                              cuuint64_t const*, cuuint32_t const*, cuuint32_t const*, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+EncodeFn encoder() {
+    static EncodeFn const fn = [] {
+        void* f = nullptr;
+        cudaDriverEntryPointQueryResult q{};
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) !=
+                cudaSuccess ||
+            q != cudaDriverEntryPointSuccess)
+            return static_cast<EncodeFn>(nullptr);
+        return reinterpret_cast<EncodeFn>(f);
+    }();
+    return fn;
+}
+
+// One 16-bit tensor of rank dims, 128-byte swizzled boxes of 64 columns. strides: bytes,
+// dims 1.. (dim 0 is contiguous).
+template <int kRank>
+bool encode(CUtensorMap* map, void const* base, cuuint64_t const (&dims)[kRank],
+            cuuint64_t const (&strides)[kRank - 1], cuuint32_t const (&box)[kRank]) {
+    EncodeFn const fn = encoder();
+    if (fn == nullptr || base == nullptr) return false;
+    for (int i = 0; i < kRank; ++i)
+        if (dims[i] == 0 || dims[i] > (cuuint64_t{1} << 32)) return false;
+    for (int i = 0; i < kRank - 1; ++i)
+        if (strides[i] % 16 != 0 || strides[i] >= (cuuint64_t{1} << 40)) return false;
+    cuuint32_t elementStrides[kRank];
+    for (int i = 0; i < kRank; ++i) elementStrides[i] = 1;
+    return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, kRank, const_cast<void*>(base), dims, strides, box,
+              elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+}  // namespace
+
+void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, TmaDescs* d) {
+    d->qOk = 0;
+    d->kvOk = 0;
+    cuuint64_t const e = 2, D = static_cast<cuuint64_t>(p.headDim);
+    // Row coordinates are int32 in the kernel.
+    int64_t const qRows = p.cuQ != nullptr ? p.totalQ : static_cast<int64_t>(p.batch) * p.seqLenQ;
+    if (qRows > 0 && qRows <= INT32_MAX) {
+        cuuint64_t const dims[3] = {D, static_cast<cuuint64_t>(p.numQHeads), static_cast<cuuint64_t>(qRows)};
+        cuuint64_t const strides[2] = {D * e, static_cast<cuuint64_t>(p.numQHeads) * D * e};
+        cuuint32_t const box[3] = {64, 1, static_cast<cuuint32_t>(blockM)};
+        d->qOk = encode<3>(&d->q, p.q, dims, strides, box);
+    }
+    if (p.kvAddressing == KvAddressing::kPaged) {
+        int64_t const tokens = static_cast<int64_t>(p.numPages) << p.pageSizeLog2;
+        int const boxRows = (1 << p.pageSizeLog2) < blockN ? (1 << p.pageSizeLog2) : blockN;
+        if (tokens > 0 && tokens <= INT32_MAX) {
+            cuuint64_t const dims[3] = {D, static_cast<cuuint64_t>(p.numKVHeads), static_cast<cuuint64_t>(tokens)};
+            cuuint64_t const strides[2] = {D * e, static_cast<cuuint64_t>(p.numKVHeads) * D * e};
+            cuuint32_t const box[3] = {64, 1, static_cast<cuuint32_t>(boxRows)};
+            d->kvOk = encode<3>(&d->k, p.k, dims, strides, box);
+        }
+    } else if (p.maxKvLen > 0) {
+        // Packed rows (cuKV offsets) have one batch; its stride is never used.
+        cuuint64_t const batches = p.kvRowsFromCu ? 1 : static_cast<cuuint64_t>(p.batch);
+        cuuint64_t const batchStride = p.kvRowsFromCu ? 16 : static_cast<cuuint64_t>(p.kvBatchStride) * e;
+        cuuint64_t const dims[4] = {D, static_cast<cuuint64_t>(p.maxKvLen), static_cast<cuuint64_t>(p.numKVHeads),
+                                    batches};
+        cuuint64_t const strides[3] = {static_cast<cuuint64_t>(p.kvRowStride) * e,
+                                       static_cast<cuuint64_t>(p.kvHeadStride) * e, batchStride};
+        cuuint32_t const box[4] = {64, static_cast<cuuint32_t>(blockN), 1, 1};
+        d->kvOk = encode<4>(&d->k, p.k, dims, strides, box) && encode<4>(&d->v, p.v, dims, strides, box);
+    }
+}
+
+}  // namespace fmha::sm90

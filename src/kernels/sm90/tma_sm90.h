@@ -1,0 +1,29 @@
+// TMA descriptors of one Hopper launch: built on the host for the caller's Q and K/V
+// buffers, passed to the kernel as a __grid_constant__ argument. An operand whose
+// descriptor cannot be built (a layout TMA does not accept) goes through cp.async instead.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>
+
+#include "params.h"
+
+namespace fmha::sm90 {
+
+struct TmaDescs {
+    // Q: (D, numQHeads, Q rows), box (64, 1, blockM).
+    CUtensorMap q;
+    // Strided K and V: (D, rows, numKVHeads, batches), box (64, blockN, 1, 1).
+    // Paged: k is the pool (D, numKVHeads, tokens), box (64, 1, min(pageSize, blockN)); v unused.
+    CUtensorMap k;
+    CUtensorMap v;
+    int32_t qOk = 0;
+    int32_t kvOk = 0;
+};
+
+// Fills d for a launch with the given tile sizes (16-bit elements). Never fails: an operand
+// whose descriptor cannot be encoded keeps its flag at 0.
+void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, TmaDescs* d);
+
+}  // namespace fmha::sm90
