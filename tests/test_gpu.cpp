@@ -80,6 +80,48 @@ std::vector<Case> longCases() {
 }
 INSTANTIATE_TEST_SUITE_P(Long, KernelVsReference, ::testing::ValuesIn(longCases()), caseName);
 
+// More work tiles than the GPU has SMs, so that the persistent Hopper kernel runs several
+// tiles per CTA (its pipeline phases, Q hand-over and output staging carry across tiles),
+// with ragged, short and empty sequences among them.
+std::vector<Case> manyTileCases() {
+    std::vector<Case> v;
+    auto lengths = [](int n, int lo, int hi, uint32_t seed) {
+        std::vector<int> out;
+        for (int i = 0; i < n; ++i) {
+            seed = seed * 1664525u + 1013904223u;
+            out.push_back(lo + static_cast<int>((seed >> 8) % static_cast<uint32_t>(hi - lo + 1)));
+        }
+        return out;
+    };
+    Case a = edge("many_llm_causal_d128", Mode::kLlm, 128, std::vector<int>(40, 200), lengths(40, 200, 420, 1), 4, 2);
+    v.push_back(a);
+    Case b = edge("many_paged_window_d64_p16", Mode::kPaged, 64, std::vector<int>(40, 190), lengths(40, 190, 600, 2),
+                  4, 1);
+    b.spec.pageSize = 16;
+    b.spec.window = 150;
+    v.push_back(b);
+    Case c = edge("many_paged_bidir_d128_p256", Mode::kPaged, 128, std::vector<int>(24, 260), lengths(24, 260, 700, 3),
+                  4, 4);
+    c.spec.pageSize = 256;
+    c.spec.bidirectional = true;
+    v.push_back(c);
+    Case d = edge("many_ragged_gqa7_d64", Mode::kPagedRagged, 64, lengths(48, 0, 200, 4), lengths(48, 200, 500, 5), 7, 1);
+    d.spec.pageSize = 64;
+    v.push_back(d);
+    Case e = edge("many_vit_d128", Mode::kVit, 128, {}, {}, 4, 4);
+    e.spec.lq = lengths(60, 0, 300, 6);
+    e.spec.lk = e.spec.lq;
+    v.push_back(e);
+    Case f = edge("many_paged_noncausal_bf16_d256", Mode::kPaged, 256, std::vector<int>(40, 140), lengths(40, 1, 300, 7),
+                  4, 4);
+    f.spec.dtype = DataType::kBF16;
+    f.spec.causal = false;
+    f.spec.pageSize = 128;
+    v.push_back(f);
+    return v;
+}
+INSTANTIATE_TEST_SUITE_P(ManyTiles, KernelVsReference, ::testing::ValuesIn(manyTileCases()), caseName);
+
 harness::ProblemSpec skipSpec(Mode mode, float skip) {
     Case c = edge("skip", mode, 128, {700, 700}, {2100, 1500}, 4, 2);
     c.spec.attentionScale = 12.0F;  // peaked scores (std ~45), so that whole tiles fall below lambda
