@@ -15,7 +15,17 @@ step() { echo "== $*"; }
 # command runs under a limit, in seconds (STEP_LIMIT, default 400).
 limit=${STEP_LIMIT:-400}
 t() { timeout -k 5 "$limit" "$@"; }
+# At most 8 files come back: the benchmark artefacts stay, every log goes into one archive,
+# after each step (a call cut short still returns what finished).
+logdir=$(mktemp -d)
+pack() {
+  for f in $(cd "$out" && ls | grep -vE '^(bench\.json|bench\.md|bench\.png|bench_portable\.json|bench_portable\.md|logs\.tgz)$'); do
+    mv "$out/$f" "$logdir/"
+  done
+  tar czf "$out/logs.tgz" -C "$logdir" .
+}
 for what in "$@"; do
+  pack
   case $what in
     tests)
       step "GPU tests"
@@ -89,7 +99,5 @@ for what in "$@"; do
     *) echo "unknown step $what"; status=2 ;;
   esac
 done
-# At most 8 files come back: keep the benchmark artefacts, pack every log into one archive.
-logs=$(cd "$out" && ls | grep -vE '^(bench\.json|bench\.md|bench\.png|bench_portable\.json|bench_portable\.md|logs\.tgz)$')
-if [ -n "$logs" ]; then (cd "$out" && tar czf logs.tgz $logs && rm -f $logs); fi
+pack
 exit $status

@@ -80,9 +80,8 @@ std::vector<Case> longCases() {
 }
 INSTANTIATE_TEST_SUITE_P(Long, KernelVsReference, ::testing::ValuesIn(longCases()), caseName);
 
-// More work tiles than the GPU has SMs, so that the persistent Hopper kernel runs several
-// tiles per CTA (its pipeline phases, Q hand-over and output staging carry across tiles),
-// with ragged, short and empty sequences among them.
+// More work tiles (query tile x head x sequence) than the GPU has SMs, with ragged, short
+// and empty sequences among them: several waves of CTAs, many pipelines ending early.
 std::vector<Case> manyTileCases() {
     std::vector<Case> v;
     auto lengths = [](int n, int lo, int hi, uint32_t seed) {
