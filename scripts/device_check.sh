@@ -15,6 +15,12 @@ step() { echo "== $*"; }
 # command runs under a limit, in seconds (STEP_LIMIT, default 400).
 limit=${STEP_LIMIT:-400}
 t() { timeout -k 5 "$limit" "$@"; }
+# sanitize TOOL LOG FILTER: one compute-sanitizer tool over a subset of the GPU tests.
+sanitize() {
+  t compute-sanitizer --tool "$1" --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 --gtest_filter="$3" \
+    > "$out/$2.log" 2>&1 || status=1
+  grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/$2.log" | tail -5
+}
 # At most 8 files come back: the benchmark artefacts stay, every log goes into one archive,
 # after each step (a call cut short still returns what finished).
 logdir=$(mktemp -d)
@@ -58,24 +64,17 @@ for what in "$@"; do
       ;;
     racecheck)
       step "compute-sanitizer racecheck, subset"
-      t compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 \
-        --gtest_filter='*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*ragged_fp8_d256_window*:*vit_fp16_d80*:*paged_fp16_d512_causal*:*llm_long_fp16_d64*:SkipSoftmax.*' \
-        > "$out/racecheck.log" 2>&1 || status=1
-      grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/racecheck.log" | tail -5
+      sanitize racecheck racecheck \
+        '*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*ragged_fp8_d256_window*:*vit_fp16_d80*:*paged_fp16_d512_causal*:*llm_long_fp16_d64*:SkipSoftmax.*'
       ;;
     synccheck)
       step "compute-sanitizer synccheck, subset"
-      t compute-sanitizer --tool synccheck --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 \
-        --gtest_filter='*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*vit_fp16_d64*:*llm_long_fp16_d64*:Families.*' \
-        > "$out/synccheck.log" 2>&1 || status=1
-      grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/synccheck.log" | tail -5
+      sanitize synccheck synccheck '*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*vit_fp16_d64*:*llm_long_fp16_d64*:Families.*'
       ;;
     racecheck-portable)
       step "compute-sanitizer racecheck, subset, portable family"
-      FMHA_KERNEL_FAMILY=portable t compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/fmha_gpu_tests" \
-        --gtest_brief=1 --gtest_filter='*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*vit_fp16_d80*:*llm_long_fp16_d64*' \
-        > "$out/racecheck_portable.log" 2>&1 || status=1
-      grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/racecheck_portable.log" | tail -5
+      FMHA_KERNEL_FAMILY=portable sanitize racecheck racecheck_portable \
+        '*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*vit_fp16_d80*:*llm_long_fp16_d64*'
       ;;
     run)
       step "fmha run --device gpu --mode all"
