@@ -1,7 +1,8 @@
-// Mainloop of the Hopper family: the K/V mbarrier pipeline, the producer warpgroup's
-// cp.async gathers, and the consumer warpgroups' wgmma steps (SS for Q.K^T, RS for P.V)
-// with intra-warpgroup overlap: tile n's Q.K^T and tile n+1's P.V run on the tensor cores
-// while the warpgroup does tile n's softmax. 128-byte-swizzled shared memory throughout.
+// Mainloop of the Hopper family: the K/V mbarrier pipeline, the producer warpgroup's loads
+// (TMA, or zero-filling cp.async gathers), and the consumer warpgroups' wgmma steps (SS for
+// Q.K^T, RS for P.V) with intra-warpgroup overlap: tile n's Q.K^T and the previously visited
+// tile's P.V run on the tensor cores while the warpgroup does tile n's softmax.
+// 128-byte-swizzled shared memory throughout.
 #pragma once
 
 #include <cmath>

@@ -7,7 +7,7 @@ template <int kHeadDim>
 struct TileSm90 {
     static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "native wgmma head dims");
     static constexpr int kDim = kHeadDim;
-    // One producer warpgroup (cp.async gathers into a K/V mbarrier pipeline) and two
+    // One producer warpgroup (TMA, or cp.async gathers, into a K/V mbarrier pipeline) and two
     // consumer warpgroups of 64 query rows each (the wgmma M).
     static constexpr int kNConsumerWarpGroups = 2;
     static constexpr int kNConsumerThreads = 128 * kNConsumerWarpGroups;
