@@ -196,6 +196,40 @@ TEST(Randomised, RaggedAndVitShapes) {
     }
 }
 
+// Element offsets past 2^31: sequence 1 of a 2-sequence, 8-head, 2^20-token, D=128 cache
+// starts at element 2^31 (its V at 2^31 + 2^30), in bytes too for FP8. FP16 runs through
+// both families. The unused slots (most of the 8 GiB) hold NaN, as everywhere.
+TEST(Large, CacheOffsetsPastInt32) {
+    FMHA_REQUIRE_GPU();
+    size_t freeBytes = 0, totalBytes = 0;
+    if (cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess || freeBytes < (size_t{12} << 30))
+        GTEST_SKIP() << "needs 12 GiB of free device memory";
+    bool const previous = detail::setForcePortable(false);
+    for (DataType t : {DataType::kHALF, DataType::kFP8}) {
+        Case c = edge("large", Mode::kLlm, 128, {96, 96}, {130, 257}, 8, 8);
+        c.spec.dtype = t;
+        c.spec.capacity = 1 << 20;
+        c.spec.seed ^= runSeed();
+        harness::HostProblem const p = harness::makeProblem(c.spec);
+        ASSERT_GE(int64_t{2} * 8 * p.shape.kvCacheCapacity * 128, int64_t{1} << 31);
+        ref::Result exact, lowp;
+        ref::Options lowpOpt;
+        lowpOpt.roundP = true;
+        std::string err;
+        ASSERT_TRUE(harness::runReference(p, {}, &exact, &err)) << err;
+        ASSERT_TRUE(harness::runReference(p, lowpOpt, &lowp, &err)) << err;
+        for (bool portable : {false, true}) {
+            if (portable && t == DataType::kFP8) continue;  // FP8 runs portable either way
+            detail::setForcePortable(portable);
+            harness::GpuResult gpu;
+            ASSERT_TRUE(harness::runGpu(p, &gpu, &err)) << err;
+            harness::Verdict const v = harness::compare(p, gpu, exact, lowp);
+            EXPECT_TRUE(v.pass) << p.describe() << " [" << gpu.family << "]: " << v.detail;
+        }
+    }
+    detail::setForcePortable(previous);
+}
+
 // run* is capturable into a CUDA graph; preflight refuses during capture.
 TEST(Capture, RunIsCapturablePreflightIsNot) {
     FMHA_REQUIRE_GPU();
