@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 #include <utility>
 
 #include <cute/arch/mma_sm90_desc.hpp>
