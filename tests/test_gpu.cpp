@@ -34,6 +34,14 @@ uint64_t runSeed() {
         if (!harness::gpuAvailable(&why_)) GTEST_SKIP() << why_;      \
     } while (0)
 
+// The two references a GPU result is judged against: exact, and with P rounded to the input
+// type (the same-precision error the budget scales).
+bool references(harness::HostProblem const& p, ref::Result* exact, ref::Result* lowp, std::string* err) {
+    ref::Options lowpOpt;
+    lowpOpt.roundP = true;
+    return harness::runReference(p, {}, exact, err) && harness::runReference(p, lowpOpt, lowp, err);
+}
+
 // Runs spec on the GPU and checks it against the reference; returns the GPU output.
 harness::GpuResult checkAgainstReference(harness::ProblemSpec spec, double extraBound = 0.0) {
     spec.seed ^= runSeed();
@@ -42,11 +50,8 @@ harness::GpuResult checkAgainstReference(harness::ProblemSpec spec, double extra
     std::string err;
     EXPECT_TRUE(harness::runGpu(p, &gpu, &err)) << err;
     if (!err.empty()) return gpu;
-    ref::Options exactOpt, lowpOpt;
-    lowpOpt.roundP = true;
     ref::Result exact, lowp;
-    EXPECT_TRUE(harness::runReference(p, exactOpt, &exact, &err)) << err;
-    EXPECT_TRUE(harness::runReference(p, lowpOpt, &lowp, &err)) << err;
+    EXPECT_TRUE(references(p, &exact, &lowp, &err)) << err;
     harness::Verdict const v = harness::compare(p, gpu, exact, lowp, extraBound);
     EXPECT_TRUE(v.pass) << p.describe() << " seed " << spec.seed << ": " << v.detail;
     return gpu;
@@ -213,11 +218,8 @@ TEST(Large, CacheOffsetsPastInt32) {
         harness::HostProblem const p = harness::makeProblem(c.spec);
         ASSERT_GE(int64_t{2} * 8 * p.shape.kvCacheCapacity * 128, int64_t{1} << 31);
         ref::Result exact, lowp;
-        ref::Options lowpOpt;
-        lowpOpt.roundP = true;
         std::string err;
-        ASSERT_TRUE(harness::runReference(p, {}, &exact, &err)) << err;
-        ASSERT_TRUE(harness::runReference(p, lowpOpt, &lowp, &err)) << err;
+        ASSERT_TRUE(references(p, &exact, &lowp, &err)) << err;
         for (bool portable : {false, true}) {
             if (portable && t == DataType::kFP8) continue;  // FP8 runs portable either way
             detail::setForcePortable(portable);
@@ -324,10 +326,7 @@ TEST(Families, HopperMatchesPortable) {
         if (fast.family != "sm90") continue;
         ++hopperRuns;
         ref::Result exact, lowp;
-        ref::Options lowpOpt;
-        lowpOpt.roundP = true;
-        ASSERT_TRUE(harness::runReference(p, {}, &exact, &err)) << err;
-        ASSERT_TRUE(harness::runReference(p, lowpOpt, &lowp, &err)) << err;
+        ASSERT_TRUE(references(p, &exact, &lowp, &err)) << err;
         harness::Verdict const vf = harness::compare(p, fast, exact, lowp);
         harness::Verdict const vp = harness::compare(p, portable, exact, lowp);
         EXPECT_TRUE(vf.pass) << p.describe() << ": " << vf.detail;
