@@ -2,7 +2,9 @@
 # Runs on the GPU machine over binaries built elsewhere: GPU tests, compute-sanitizer,
 # `fmha run`, and the benchmark with the cuDNN/FA2 comparison. Logs go to $OUT (or ./out).
 # usage: device_check.sh BIN_DIR [tests] [sass] [memcheck] [memcheck-portable] [racecheck]
-#                          [synccheck] [racecheck-portable] [run] [bench|quickbench] [portbench]
+#                          [synccheck] [racecheck-portable] [run] [bench|quickbench] [portbench] [ncu]
+# ncu profiles the quick-sweep rows named in NCU_ROWS (indices; default "1 5 13"), one
+# kernel launch each, with the Hopper family and (row 5) the portable one.
 set -u
 bin=${1:?binary folder}
 shift
@@ -94,6 +96,17 @@ for what in "$@"; do
         | tee "$out/bench_portable.log" || status=1
       python3 bench/compare_sdpa.py "$out/ours_portable.json" "$out/bench_portable.json" --md "$out/bench_portable.md" \
         2>&1 | tee -a "$out/bench_portable.log" || status=1
+      ;;
+    ncu)
+      step "ncu: one launch per profiled row"
+      for r in ${NCU_ROWS:-1 5 13} port5; do
+        fam=""; row=$r
+        [ "${r#port}" != "$r" ] && fam=portable && row=${r#port}
+        FMHA_KERNEL_FAMILY=$fam t ncu --set full -k regex:fwd --launch-skip 2 --launch-count 1 --import-source no \
+          "$bin/fmha" bench --quick --row "$row" --iters 3 > "$out/ncu_$r.log" 2>&1 || status=1
+        grep -E "fwd|Duration|Throughput|Registers Per|Issue Slots|No Eligible|Warp Cycles Per Issued|Hit Rate|Ipc Active|Local Memory|Bank Conflicts" \
+          "$out/ncu_$r.log" | head -60
+      done
       ;;
     *) echo "unknown step $what"; status=2 ;;
   esac

@@ -90,7 +90,7 @@ void usage() {
         "                [--batch N] [--heads N] [--kv-heads N] [--head-dim N] [--seq-q N] [--seq-kv N]\n"
         "                [--page-size N] [--window N] [--causal|--no-causal] [--bidirectional] [--skip S] [--seed N]\n"
         "                [--no-verify]   (CPU: time the reference alone, skip the naive cross-check)\n"
-        "       fmha bench [--quick] [--json FILE] [--iters N] [--commit SHA]");
+        "       fmha bench [--quick] [--row I] [--json FILE] [--iters N] [--commit SHA]");
 }
 
 int cmdInfo() {
@@ -361,6 +361,14 @@ int cmdBench(Flags& f) {
     DataType dtype = DataType::kHALF;
     if (!parseDtype(f.str("dtype", "fp16"), &dtype)) return 2;
     std::vector<BenchRow> rows = benchSweep(f.has("quick"));
+    if (f.has("row")) {  // one row of the sweep (for a profiler)
+        int const row = f.integer("row", 0);
+        if (!f.errors.empty() || row < 0 || static_cast<size_t>(row) >= rows.size()) {
+            std::fprintf(stderr, "fmha bench: --row needs an index below %zu\n", rows.size());
+            return 2;
+        }
+        rows = {rows[static_cast<size_t>(row)]};
+    }
     detail::DeviceInfo dev;
     detail::currentDevice(&dev);
     std::ostringstream json;
