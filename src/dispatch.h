@@ -14,6 +14,8 @@ struct KernelOps {
     cudaError_t (*probe)() = nullptr;
     int smemBytes = 0;
     char const* family = "";
+    // Families that can pack GQA (see FmhaParams::packLog2): the packLog2 to launch p with.
+    int (*packLog2)(FmhaParams const& p) = nullptr;
 };
 
 // The portable instance for this combination, or false when none was built.
@@ -27,5 +29,14 @@ bool findKernel(ElementKind element, int headDim, KvAddressing kv, int smVersion
 // Overrides FMHA_KERNEL_FAMILY (tests run one problem through both families); returns the
 // previous setting.
 bool setForcePortable(bool force);
+
+// Pack GQA where a family can: 1 always (head groups of a power of two up to the tile's
+// rows), 0 never, -1 where it fills the row tiles clearly better (the default; short-Q
+// chunks). FMHA_PACK_GQA=0/1 in the environment sets it. Tests override it; returns the
+// previous setting.
+int setPackGqa(int mode);
+
+// The packLog2 for p on a family whose tiles hold blockM rows, under the setting above.
+int choosePackLog2(FmhaParams const& p, int blockM);
 
 }  // namespace fmha::detail

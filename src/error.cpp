@@ -10,6 +10,7 @@ namespace fmha {
 namespace {
 thread_local std::string tLastError;
 thread_local char const* tLastFamily = "";
+thread_local int tLastPackedHeads = 1;
 std::mutex gLogMutex;
 LogCallback gLog = nullptr;
 void* gLogUser = nullptr;
@@ -63,6 +64,10 @@ bool fail(std::string const& msg) {
 void clearError() { tLastError.clear(); }
 
 void setLastKernelFamily(char const* family) { tLastFamily = family; }
+
+void setLastPackedHeads(int heads) { tLastPackedHeads = heads; }
+
+int lastPackedHeads() { return tLastPackedHeads; }
 
 }  // namespace detail
 }  // namespace fmha

@@ -9,5 +9,8 @@ namespace fmha::detail {
 bool fail(std::string const& msg);
 void clearError();
 void setLastKernelFamily(char const* family);
+// Query heads the last run on this thread packed into one tile (pack GQA; 1: none).
+void setLastPackedHeads(int heads);
+int lastPackedHeads();
 
 }  // namespace fmha::detail

@@ -22,6 +22,10 @@ struct FmhaParams {
     int32_t numKVHeads = 0;
     int32_t headGroup = 1;  // numQHeads / numKVHeads
     int32_t batch = 0;
+    // Pack GQA (Hopper family): 0, or log2(headGroup) when a tile's rows are the query rows of
+    // every query head of one KV head: row r of a sequence is query row r >> packLog2 of
+    // query head kvHead * headGroup + (r mod headGroup). Short-Q chunks then fill the tiles.
+    int32_t packLog2 = 0;
 
     // Q and O: row r of head h starts at (r * numQHeads + h) * headDim (packed rows).
     void const* q = nullptr;

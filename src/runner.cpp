@@ -189,10 +189,12 @@ bool selectKernel(Common const& c, detail::KernelOps* ops, cudaStream_t stream, 
     return true;
 }
 
-bool launch(detail::KernelOps const& ops, FmhaParams const& p, cudaStream_t stream, char const* mode) {
+bool launch(detail::KernelOps const& ops, FmhaParams p, cudaStream_t stream, char const* mode) {
+    p.packLog2 = ops.packLog2 != nullptr ? ops.packLog2(p) : 0;
     cudaError_t err = ops.launch(p, stream);
     if (err != cudaSuccess) return fail(cat(mode, ": kernel launch failed: ", cudaGetErrorString(err)));
     detail::setLastKernelFamily(ops.family);
+    detail::setLastPackedHeads(1 << p.packLog2);
     return true;
 }
 

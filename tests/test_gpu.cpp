@@ -126,6 +126,61 @@ std::vector<Case> manyTileCases() {
 }
 INSTANTIATE_TEST_SUITE_P(ManyTiles, KernelVsReference, ::testing::ValuesIn(manyTileCases()), caseName);
 
+// Pack GQA: the Hopper family puts the query heads of one KV head into one tile of rows.
+// Short chunks pack by default; forcing it covers long, multi-tile sequences (causal
+// diagonals and window edges inside packed tiles) too. Each case says how many heads must
+// have been packed where the Hopper family ran (1 elsewhere).
+TEST(PackGqa, MatchesReferenceAndPacks) {
+    FMHA_REQUIRE_GPU();
+    struct PackCase {
+        Case c;
+        int setting;  // setPackGqa: -1 default, 1 always, 0 never
+        int packed;   // heads packed on the Hopper family
+    };
+    std::vector<PackCase> cases;
+    auto add = [&](Case c, int setting, int packed) { cases.push_back({std::move(c), setting, packed}); };
+    add(edge("llm_hg4", Mode::kLlm, 128, {40}, {300}, 8, 2), -1, 4);
+    add(edge("llm_hg8_one_row", Mode::kLlm, 64, {1, 1}, {129, 64}, 16, 2), -1, 8);
+    Case w = edge("llm_hg2_window_d256", Mode::kLlm, 256, {33}, {500}, 4, 2);
+    w.spec.window = 100;
+    add(w, -1, 2);
+    Case p16 = edge("paged_hg4_p16", Mode::kPaged, 128, {50, 50}, {600, 300}, 8, 2);
+    p16.spec.pageSize = 16;
+    p16.spec.dtype = DataType::kBF16;
+    add(p16, -1, 4);
+    Case nc = edge("paged_hg16_noncausal", Mode::kPaged, 128, {8}, {1000}, 16, 1);
+    nc.spec.causal = false;
+    add(nc, -1, 16);
+    Case bd = edge("paged_hg4_bidir", Mode::kPaged, 64, {60, 60}, {400, 250}, 4, 1);
+    bd.spec.bidirectional = true;
+    add(bd, -1, 4);
+    add(edge("ragged_hg8", Mode::kPagedRagged, 128, {1, 17, 0, 90}, {300, 200, 50, 700}, 16, 2), -1, 8);
+    add(edge("ragged_hg4_d80", Mode::kPagedRagged, 80, {30, 5}, {200, 90}, 4, 1), -1, 4);
+    add(edge("llm_hg4_forced_long", Mode::kLlm, 128, {300, 300}, {700, 333}, 8, 2), 1, 4);
+    Case fw = edge("paged_hg8_forced_window", Mode::kPaged, 64, {200}, {900}, 8, 1);
+    fw.spec.window = 300;
+    add(fw, 1, 8);
+    add(edge("llm_hg4_off", Mode::kLlm, 128, {40}, {300}, 8, 2), 0, 1);
+    add(edge("llm_hg6_not_pow2", Mode::kLlm, 128, {20}, {300}, 12, 2), -1, 1);
+    Case f8 = edge("llm_hg4_fp8", Mode::kLlm, 128, {40}, {300}, 8, 2);
+    f8.spec.dtype = DataType::kFP8;
+    add(f8, -1, 1);  // FP8 runs in the portable family, which never packs
+    int hopperRuns = 0;
+    for (PackCase const& pc : cases) {
+        SCOPED_TRACE(pc.c.name);
+        int const previous = detail::setPackGqa(pc.setting);
+        harness::GpuResult const gpu = checkAgainstReference(pc.c.spec);
+        detail::setPackGqa(previous);
+        if (gpu.family == "sm90") {
+            ++hopperRuns;
+            EXPECT_EQ(gpu.packedHeads, pc.packed);
+        } else {
+            EXPECT_EQ(gpu.packedHeads, 1);
+        }
+    }
+    std::printf("[fmha] %d pack-GQA cases ran on the Hopper family\n", hopperRuns);
+}
+
 harness::ProblemSpec skipSpec(Mode mode, float skip) {
     Case c = edge("skip", mode, 128, {700, 700}, {2100, 1500}, 4, 2);
     c.spec.attentionScale = 12.0F;  // peaked scores (std ~45), so that whole tiles fall below lambda
@@ -303,7 +358,7 @@ TEST(Families, HopperMatchesPortable) {
     FMHA_REQUIRE_GPU();
     std::vector<Case> cases;
     for (Mode m : {Mode::kLlm, Mode::kPaged, Mode::kPagedRagged, Mode::kVit})
-        for (int d : {64, 128, 256})
+        for (int d : {64, 80, 128, 256})
             for (DataType t : {DataType::kHALF, DataType::kBF16}) {
                 Case c = edge("fam", m, d, {300, 130}, {m == Mode::kVit ? 300 : 700, m == Mode::kVit ? 130 : 200}, 4,
                               m == Mode::kVit ? 4 : 2);

@@ -11,6 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "error.h"
 #include "reference/numeric.h"
 
 namespace fmha::harness {
@@ -345,6 +346,7 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
         return false;
     }
     out->family = lastKernelFamily();
+    out->packedHeads = detail::lastPackedHeads();
     if (cudaStreamSynchronize(stream) != cudaSuccess) {
         cudaStreamDestroy(stream);
         return cudaFail("kernel execution");

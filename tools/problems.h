@@ -54,6 +54,7 @@ struct GpuResult {
     std::vector<float> lse;
     float medianMs = 0.0F;
     std::string family;  // kernel family that ran
+    int packedHeads = 1;  // query heads it packed into one tile (pack GQA)
 };
 
 // Runs the problem through the runner (poisoned output first). timingIters > 0 also times

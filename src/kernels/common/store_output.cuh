@@ -9,11 +9,12 @@ namespace fmha {
 
 // o: kMT m16 tiles of the warp's accumulators; scale[2*mt + r]: per-row factor (1/sum
 // times vScale; 0 for an empty row, so that it writes zeros). sStage: the warp's kMT*16
-// rows of shared memory (stride kStride). Rows >= rows and columns >= cols are not written.
-template <class Traits, int kMT, int kHeadDimV, int kStride>
+// rows of shared memory (stride kStride). The warp's row r goes to gOut + rowOffset(r);
+// rows >= rows and columns >= cols are not written.
+template <class Traits, int kMT, int kHeadDimV, int kStride, class RowOffset>
 __device__ inline void storeOutput(float const (&o)[kMT][kHeadDimV / 8][4], float const (&scale)[2 * kMT],
                                    typename Traits::Out* sStage, int lane, typename Traits::Out* gOut,
-                                   int64_t rowStride, int rows, int cols) {
+                                   RowOffset const& rowOffset, int rows, int cols) {
     int const g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
@@ -29,7 +30,7 @@ __device__ inline void storeOutput(float const (&o)[kMT][kHeadDimV / 8][4], floa
     int const chunks = cols / 8;
     for (int idx = lane; idx < rows * chunks; idx += 32) {
         int const r = idx / chunks, c = idx % chunks;
-        *reinterpret_cast<uint4*>(gOut + r * rowStride + c * 8) =
+        *reinterpret_cast<uint4*>(gOut + rowOffset(r) + c * 8) =
             *reinterpret_cast<uint4 const*>(sStage + r * kStride + c * 8);
     }
 }

@@ -184,7 +184,8 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
     softmax.finalize(p.scale, invSum, lse);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) scaleOut[r] = invSum[r] * p.outScale;
-    storeOutput<ET, kMT, kDv, Tile::kStrideQK>(o, scaleOut, sStage, lane, gO, rowStride, warpRows, outCols);
+    storeOutput<ET, kMT, kDv, Tile::kStrideQK>(o, scaleOut, sStage, lane, gO,
+                                               [rowStride](int r) { return r * rowStride; }, warpRows, outCols);
     if (gLse != nullptr && vSplit == 0 && t == 0) {
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {

@@ -1,7 +1,9 @@
-// Hopper forward kernel (sm_90a): one CTA per (128-row query tile, head, sequence), warp
-// specialised. Warpgroup 0 produces (TMA, or cp.async gathers, of Q and the K/V tiles into
-// an mbarrier pipeline, with few registers); warpgroups 1 and 2 consume, 64 query rows each
-// (wgmma and softmax, with the rest). Orchestration only: roles, barriers, the epilogue.
+// Hopper forward kernel (sm_90a): one CTA per (128-row tile, head, sequence), warp
+// specialised; with pack GQA (FmhaParams::packLog2) the tile's rows are the query rows of a
+// KV head's whole group of query heads. Warpgroup 0 produces (TMA, or cp.async gathers, of
+// Q and the K/V tiles into an mbarrier pipeline, with few registers); warpgroups 1 and 2
+// consume, 64 rows each (wgmma and softmax, with the rest). Orchestration only: roles,
+// barriers, the epilogue.
 #pragma once
 
 #include <cstdint>
@@ -39,17 +41,20 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
 
     int const tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     int const mBlock = gridDim.x - 1 - blockIdx.x;  // highest query tiles (most keys) first
-    int const hq = blockIdx.y, b = blockIdx.z;
+    int const b = blockIdx.z;
+    int const hq = blockIdx.y << p.packLog2;  // the tile's (first) query head
     int const hkv = hq / p.headGroup;
 
+    // Tile rows: row i of the sequence is query row i >> packLog2 of head hq + (i mod 2^packLog2).
     SeqInfo const seq(p, b);
-    int const m0 = mBlock * kBlockM;
-    if (m0 >= seq.lq) return;
-    int const m1 = min(m0 + kBlockM, seq.lq);
+    int const rows = seq.lq << p.packLog2, m0 = mBlock * kBlockM;
+    if (m0 >= rows) return;
+    int const m1 = min(m0 + kBlockM, rows);
+    int const q0 = m0 >> p.packLog2, q1 = ((m1 - 1) >> p.packLog2) + 1;  // the tile's query rows
 
     int64_t bidirLo, bidirHi;
-    bidirUnion(p, b, m0, m1, sBidir, &bidirLo, &bidirHi);
-    MaskPolicy<kBlockN> const mask(p, seq, b, m0, m1, bidirLo, bidirHi);
+    bidirUnion(p, b, q0, q1, sBidir, &bidirLo, &bidirHi);
+    MaskPolicy<kBlockN> const mask(p, seq, b, q0, q1, bidirLo, bidirHi);
     if (tid == 0) pipe.init(128, Tile::kNConsumerThreads / 32);
     __syncthreads();
 
@@ -87,15 +92,22 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
     // consumer warpgroups are done reading it.
     cutlass::arch::NamedBarrier::sync(Tile::kNConsumerThreads, Tile::kBarrierConsumers);
     Out* sStage = reinterpret_cast<Out*>(sK) + cwarp * 16 * Tile::kStrideO;
-    Out* gO = static_cast<Out*>(p.o) + (seq.qBegin + warpRow0) * rowStride + static_cast<int64_t>(hq) * D;
+    Out* gO = static_cast<Out*>(p.o) + seq.qBegin * rowStride + static_cast<int64_t>(hq) * D;
+    int const packMask = (1 << p.packLog2) - 1;
+    auto oOffset = [&](int r) {
+        int const i = warpRow0 + r;
+        return (i >> p.packLog2) * rowStride + (i & packMask) * D;
+    };
     auto const& o3 = *reinterpret_cast<float const(*)[1][kHeadDim / 8][4]>(&o);
-    storeOutput<ET, 1, kHeadDim, Tile::kStrideO>(o3, scaleOut, sStage, lane, gO, rowStride, warpRows, D);
+    storeOutput<ET, 1, kHeadDim, Tile::kStrideO>(o3, scaleOut, sStage, lane, gO, oOffset, warpRows, D);
     if (p.lse != nullptr && t == 0) {
         float* gLse = p.lse + static_cast<int64_t>(b) * p.lseBatchStride + static_cast<int64_t>(hq) * p.lseHeadStride +
                       (p.lsePacked ? seq.qBegin : 0);
 #pragma unroll
-        for (int r = 0; r < 2; ++r)
-            if (g + 8 * r < warpRows) gLse[warpRow0 + g + 8 * r] = lse[r];
+        for (int r = 0; r < 2; ++r) {
+            int const i = warpRow0 + g + 8 * r;
+            if (g + 8 * r < warpRows) gLse[(i & packMask) * p.lseHeadStride + (i >> p.packLog2)] = lse[r];
+        }
     }
 }
 

@@ -9,7 +9,10 @@ namespace fmha::sm90 {
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
 cudaError_t KernelSm90<kElem, kHeadDim, kKv>::launch(FmhaParams const& p, cudaStream_t stream) {
     using Tile = TileSm90<kHeadDim>;
-    dim3 const grid((p.maxSeqLenQ + Tile::kBlockM - 1) / Tile::kBlockM, p.numQHeads, p.batch);
+    // Row tiles x (query heads, or KV heads when GQA is packed) x sequences.
+    int64_t const rows = static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2;
+    dim3 const grid(static_cast<unsigned>((rows + Tile::kBlockM - 1) / Tile::kBlockM),
+                    static_cast<unsigned>(p.numQHeads >> p.packLog2), static_cast<unsigned>(p.batch));
     TmaDescs tma;
     makeTmaDescs(p, Tile::kBlockM, Tile::kBlockN, &tma);
     fwdKernelSm90<kElem, kHeadDim, kKv><<<grid, Tile::kNThreads, Tile::kSmemBytes, stream>>>(p, tma);

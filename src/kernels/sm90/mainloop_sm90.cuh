@@ -154,6 +154,7 @@ enum : int { kK = 0, kV = 1 };
 // past the sequence read as zeros and no bad address is ever formed. Either way all 128
 // threads arrive once on the stage's barrier: TMA with one expect-tx arrive and 127 plain
 // ones, cp.async with each thread's arrive firing when its own copies have landed.
+// The tile's rows start at m0 (tile rows; see packLog2), its query heads at hq.
 template <class Elem, class Tile, KvAddressing kKv>
 __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq,
                                     MaskPolicy<Tile::kBlockN> const& mask, int b, int hq, int hkv, int m0,
@@ -179,14 +180,18 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
 #pragma unroll
             for (int cb = 0; cb < kColBlocks; ++cb)
                 cute::SM90_TMA_LOAD_3D::copy(&tma.q, &pipe.qFull, kOnce, sQ + cb * kBlockM * 128, cb * 64, hq,
-                                             static_cast<int32_t>(seq.qBegin + m0));
+                                             static_cast<int32_t>(seq.qBegin + (m0 >> p.packLog2)));
         } else {
             Barrier::arrive(&pipe.qFull);
         }
     } else {
-        char const* qBase = static_cast<char const*>(p.q) +
-                            ((seq.qBegin + m0) * rowStride + static_cast<int64_t>(hq) * D) * kElemBytes;
-        auto qRow = [&](int r) -> char const* { return m0 + r < seq.lq ? qBase + r * rowStride * kElemBytes : nullptr; };
+        char const* qBase =
+            static_cast<char const*>(p.q) + (seq.qBegin * rowStride + static_cast<int64_t>(hq) * D) * kElemBytes;
+        int const rows = seq.lq << p.packLog2, packMask = (1 << p.packLog2) - 1;
+        auto qRow = [&](int r) -> char const* {
+            int const i = m0 + r;
+            return i < rows ? qBase + ((i >> p.packLog2) * rowStride + (i & packMask) * D) * kElemBytes : nullptr;
+        };
         auto dstQ = [&](int r, int c) { return sQ + swizzledOffset<kBlockM>(r, c); };
         loadTile<Elem, kBlockM, kChunks, 128>(qRow, dstQ, 0, D / 8, p.q, ptid);
         cutlass::arch::cpasync_barrier_arrive_noinc(&pipe.qFull);
@@ -217,16 +222,16 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             }
             waitEmpty();  // after the page-table reads, so that their latency overlaps the wait
             if (viaTma) {
+                // Lane c of the first producer warp issues box c (its own page), so that small
+                // pages' many boxes leave in parallel; the lead's expect-tx arrive comes first.
                 if (lead) TxBarrier::arrive_and_expect_tx(full, Tile::kBytesKV);
+                __syncwarp();
                 int const inPage = j0 & ((1 << pageLog2) - 1);  // non-zero only when a page holds several tiles
-                for (int c = 0; c < boxes; ++c) {
-                    int32_t const pc = __shfl_sync(0xffffffffu, page, c);
-                    if (lead) {
+                if (ptid < boxes) {
 #pragma unroll
-                        for (int cb = 0; cb < kColBlocks; ++cb)
-                            cute::SM90_TMA_LOAD_3D::copy(&tma.k, full, kKeep, base + cb * kBlockN * 128 + c * boxRows * 128,
-                                                         cb * 64, hkv, (pc << pageLog2) + inPage);
-                    }
+                    for (int cb = 0; cb < kColBlocks; ++cb)
+                        cute::SM90_TMA_LOAD_3D::copy(&tma.k, full, kKeep, base + cb * kBlockN * 128 + ptid * boxRows * 128,
+                                                     cb * 64, hkv, (page << pageLog2) + inPage);
                 }
                 if (!lead) Barrier::arrive(full);
                 return;
@@ -280,7 +285,7 @@ struct ConsumerSm90 {
     Mask const& mask;
     PipelineSm90<kStages>& pipe;
     uint32_t sQ, sK, sV;  // this warpgroup's Q rows; the K and V stages
-    int row0;             // the first query row this thread holds (it also holds row0 + 8)
+    int row0;             // the first tile row this thread holds (it also holds row0 + 8; see packLog2)
     int t;                // lane position in its quad
     bool leadLane;        // lane 0: arrives for its warp
     int wg;               // consumer warpgroup, 0 or 1
@@ -392,7 +397,8 @@ struct ConsumerSm90 {
         // The mask of this thread's two rows, read once (rows past the sequence see nothing).
         typename Mask::Row rm[2];
 #pragma unroll
-        for (int r = 0; r < 2; ++r) rm[r] = row0 + 8 * r < seq.lq ? mask.row(row0 + 8 * r) : Mask::none();
+        for (int r = 0; r < 2; ++r)
+            rm[r] = row0 + 8 * r < (seq.lq << p.packLog2) ? mask.row((row0 + 8 * r) >> p.packLog2) : Mask::none();
         uint32_t pa[kBlockN / 16][4];
         {
             float s[kBlockN / 2];

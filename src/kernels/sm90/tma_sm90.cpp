@@ -55,7 +55,9 @@ void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, TmaDescs* d) {
     if (qRows > 0 && qRows <= INT32_MAX) {
         cuuint64_t const dims[3] = {D, static_cast<cuuint64_t>(p.numQHeads), static_cast<cuuint64_t>(qRows)};
         cuuint64_t const strides[2] = {D * e, static_cast<cuuint64_t>(p.numQHeads) * D * e};
-        cuuint32_t const box[3] = {64, 1, static_cast<cuuint32_t>(blockM)};
+        // Packed GQA: a box of 2^packLog2 heads x blockM / 2^packLog2 rows lands in shared
+        // memory head-minor, the tile's row order.
+        cuuint32_t const box[3] = {64, 1u << p.packLog2, static_cast<cuuint32_t>(blockM >> p.packLog2)};
         d->qOk = encode<3>(&d->q, p.q, dims, strides, box);
     }
     if (p.kvAddressing == KvAddressing::kPaged) {
