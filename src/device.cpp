@@ -31,6 +31,7 @@ bool currentDevice(DeviceInfo* info) {
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&d.smCount, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&d.l2Bytes, cudaDevAttrL2CacheSize, dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&d.maxSmemOptin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
         cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
         cudaGetLastError();

@@ -11,6 +11,7 @@ struct DeviceInfo {
     int ordinal = -1;
     int smVersion = 0;  // major * 10 + minor
     int smCount = 0;
+    int l2Bytes = 0;
     int maxSmemOptin = 0;
     std::string name;
 };

@@ -22,6 +22,8 @@ struct FmhaParams {
     int32_t numKVHeads = 0;
     int32_t headGroup = 1;  // numQHeads / numKVHeads
     int32_t batch = 0;
+    int32_t smCount = 0;  // SMs of the device (persistent grids)
+    int32_t l2Bytes = 0;  // L2 cache of the device (work ordering of persistent grids)
 
     // Q and O: row r of head h starts at (r * numQHeads + h) * headDim (packed rows).
     void const* q = nullptr;

@@ -189,7 +189,11 @@ bool selectKernel(Common const& c, detail::KernelOps* ops, cudaStream_t stream, 
     return true;
 }
 
-bool launch(detail::KernelOps const& ops, FmhaParams const& p, cudaStream_t stream, char const* mode) {
+bool launch(detail::KernelOps const& ops, FmhaParams p, cudaStream_t stream, char const* mode) {
+    detail::DeviceInfo dev;
+    if (!detail::currentDevice(&dev)) return false;
+    p.smCount = dev.smCount;
+    p.l2Bytes = dev.l2Bytes;
     cudaError_t err = ops.launch(p, stream);
     if (err != cudaSuccess) return fail(cat(mode, ": kernel launch failed: ", cudaGetErrorString(err)));
     detail::setLastKernelFamily(ops.family);

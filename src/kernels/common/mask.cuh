@@ -111,29 +111,36 @@ struct MaskPolicy {
 };
 
 // The union [lo, hi] of the bidirectional blocks of rows [m0, m1) of sequence b (lo > hi
-// when none), reduced over the CTA through two ints of shared memory. CTA-wide: every
-// thread must call it.
-__device__ inline void bidirUnion(FmhaParams const& p, int32_t b, int32_t m0, int32_t m1, int* sBidir,
-                                  int64_t* lo, int64_t* hi) {
+// when none), reduced through two ints of shared memory by threads [0, count) of a group
+// that meets on sync(). idx: this thread's index in the group; every one of them must call.
+template <class Sync>
+__device__ inline void bidirUnion(FmhaParams const& p, int32_t b, int32_t m0, int32_t m1, int* sBidir, int idx,
+                                  int count, Sync const& sync, int64_t* lo, int64_t* hi) {
     *lo = 1;
     *hi = 0;
     if (p.bidirBegin == nullptr) return;
-    if (threadIdx.x == 0) {
+    if (idx == 0) {
         sBidir[0] = INT_MAX;
         sBidir[1] = -1;
     }
-    __syncthreads();
+    sync();
     int64_t const rowBase = static_cast<int64_t>(b) * p.seqLenQ;
-    for (int r = threadIdx.x; r < m1 - m0; r += blockDim.x) {
+    for (int r = idx; r < m1 - m0; r += count) {
         int const bb = p.bidirBegin[rowBase + m0 + r], be = p.bidirEnd[rowBase + m0 + r];
         if (bb >= 0 && be >= bb) {
             atomicMin(&sBidir[0], bb);
             atomicMax(&sBidir[1], be);
         }
     }
-    __syncthreads();
+    sync();
     *lo = sBidir[0];
     *hi = sBidir[1];
+}
+
+// The same over the whole CTA.
+__device__ inline void bidirUnion(FmhaParams const& p, int32_t b, int32_t m0, int32_t m1, int* sBidir,
+                                  int64_t* lo, int64_t* hi) {
+    bidirUnion(p, b, m0, m1, sBidir, threadIdx.x, blockDim.x, [] { __syncthreads(); }, lo, hi);
 }
 
 }  // namespace fmha

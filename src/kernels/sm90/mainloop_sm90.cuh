@@ -125,17 +125,19 @@ __device__ inline void issuePV(uint32_t (&p)[kBlockN / 16][4], uint32_t sV, floa
     cute::warpgroup_commit_batch();
 }
 
-// The mbarriers of one CTA. Tile i of the visit order uses stage i % kStages in phase
-// (i / kStages) & 1; K and V have separate barriers, so that Q.K^T of a tile can start
-// while its V is still in flight.
+// The mbarriers of one CTA. The CTA's i-th K/V tile (counted over all its work tiles) uses
+// stage i % kStages in phase (i / kStages) & 1; K and V have separate barriers, so that
+// Q.K^T of a tile can start while its V is still in flight.
 template <int kStages>
 struct PipelineSm90 {
-    uint64_t qFull;
+    uint64_t qFull;              // this work tile's Q has landed (phase: the CTA's n-th non-empty tile)
+    uint64_t qEmpty;             // the consumers are done with Q's shared memory (the epilogue staged there)
     uint64_t full[2][kStages];   // [K or V][stage]: each producer thread's copies have landed
     uint64_t empty[2][kStages];  // each consumer warp's wgmma has read the stage
 
     __device__ void init(int producerThreads, int consumerWarps) {
         Barrier::init(&qFull, producerThreads);
+        Barrier::init(&qEmpty, consumerWarps);
         for (int w = 0; w < 2; ++w)
             for (int s = 0; s < kStages; ++s) {
                 Barrier::init(&full[w][s], producerThreads);
@@ -155,11 +157,12 @@ enum : int { kK = 0, kV = 1 };
 // past the sequence read as zeros and no bad address is ever formed. Either way all 128
 // threads arrive once on the stage's barrier: TMA with one expect-tx arrive and 127 plain
 // ones, cp.async with each thread's arrive firing when its own copies have landed.
+// One work tile; kvIter: the CTA's K/V tiles so far, qIter: its non-empty work tiles so far.
 template <class Elem, class Tile, KvAddressing kKv>
-__device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq,
-                                    MaskPolicy<Tile::kBlockN> const& mask, int b, int hq, int hkv, int m0,
-                                    unsigned char* sQ, unsigned char* sK, unsigned char* sV,
-                                    PipelineSm90<Tile::kStages>& pipe, int ptid) {
+__device__ inline void produceTile(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq,
+                                   MaskPolicy<Tile::kBlockN> const& mask, int b, int hq, int hkv, int m0,
+                                   unsigned char* sQ, unsigned char* sK, unsigned char* sV,
+                                   PipelineSm90<Tile::kStages>& pipe, int ptid, int kvIter, int qIter) {
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kStages = Tile::kStages;
     constexpr int kChunks = Tile::kDim / 8, kColBlocks = Tile::kDim / 64, kElemBytes = ElemTraits<Elem>::kBytes;
     constexpr uint64_t kKeep = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_LAST);  // K/V: reread by other tiles
@@ -167,40 +170,14 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     int const D = p.headDim, lane = ptid % 32;
     bool const lead = ptid == 0;
     int64_t const rowStride = static_cast<int64_t>(p.numQHeads) * D;
-    if (lead) {
-        cute::prefetch_tma_descriptor(reinterpret_cast<cute::TmaDescriptor const*>(&tma.q));
-        cute::prefetch_tma_descriptor(reinterpret_cast<cute::TmaDescriptor const*>(&tma.k));
-        if constexpr (kKv == KvAddressing::kStrided)
-            cute::prefetch_tma_descriptor(reinterpret_cast<cute::TmaDescriptor const*>(&tma.v));
-    }
-
-    if (tma.qOk) {
-        if (lead) {
-            TxBarrier::arrive_and_expect_tx(&pipe.qFull, Tile::kBytesQ);
-#pragma unroll
-            for (int cb = 0; cb < kColBlocks; ++cb)
-                cute::SM90_TMA_LOAD_3D::copy(&tma.q, &pipe.qFull, kOnce, sQ + cb * kBlockM * 128, cb * 64, hq,
-                                             static_cast<int32_t>(seq.qBegin + m0));
-        } else {
-            Barrier::arrive(&pipe.qFull);
-        }
-    } else {
-        char const* qBase = static_cast<char const*>(p.q) +
-                            ((seq.qBegin + m0) * rowStride + static_cast<int64_t>(hq) * D) * kElemBytes;
-        auto qRow = [&](int r) -> char const* { return m0 + r < seq.lq ? qBase + r * rowStride * kElemBytes : nullptr; };
-        auto dstQ = [&](int r, int c) { return sQ + swizzledOffset<kBlockM>(r, c); };
-        loadTile<Elem, kBlockM, kChunks, 128>(qRow, dstQ, 0, D / 8, p.q, ptid);
-        cutlass::arch::cpasync_barrier_arrive_noinc(&pipe.qFull);
-    }
 
     KvAddress<kKv, kElemBytes> const kv(p, seq, b, hkv);
-    // Paged: a tile spans kPagesPerTile pages (1 when a page holds a whole tile), one TMA
-    // box of kBoxRows rows each.
+    // Paged: a tile spans kBlockN / boxRows pages (1 when a page holds a whole tile), one
+    // TMA box of boxRows rows (per 64 columns) each.
     int const pageLog2 = p.pageSizeLog2;
     int const boxRows = kKv == KvAddressing::kPaged ? min(1 << pageLog2, kBlockN) : kBlockN;
     auto load = [&](int which, int i) {
-        int const n = mask.nBlockMax - 1 - i, stage = i % kStages;
-        auto waitEmpty = [&] { Barrier::wait(&pipe.empty[which][stage], ((i / kStages) & 1) ^ 1); };
+        int const n = mask.nBlockMax - 1 - i, it = kvIter + i, stage = it % kStages;
         uint64_t* full = &pipe.full[which][stage];
         unsigned char* base = (which == kV ? sV : sK) + stage * Tile::kBytesKV;
         int32_t const j0 = n * kBlockN;
@@ -208,7 +185,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         int32_t page = 0;  // lane c: the page of box c
         if constexpr (kKv == KvAddressing::kPaged) {
             int const boxes = kBlockN / boxRows;
-            if (viaTma) {
+            if (viaTma) {  // page ids are read before the wait for the stage: their latency hides
                 bool ok = true;
                 if (lane < boxes) {
                     page = kv.pages[(which == kV ? kv.maxPages : 0) + ((j0 + lane * boxRows) >> pageLog2)];
@@ -216,7 +193,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                 }
                 viaTma = __all_sync(0xffffffffu, ok);  // the same answer in every producer warp
             }
-            waitEmpty();  // after the page-table reads, so that their latency overlaps the wait
+            Barrier::wait(&pipe.empty[which][stage], ((it / kStages) & 1) ^ 1);
             if (viaTma) {
                 if (lead) TxBarrier::arrive_and_expect_tx(full, Tile::kBytesKV);
                 int const inPage = j0 & ((1 << pageLog2) - 1);  // non-zero only when a page holds several tiles
@@ -233,7 +210,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                 return;
             }
         } else {
-            waitEmpty();
+            Barrier::wait(&pipe.empty[which][stage], ((it / kStages) & 1) ^ 1);
             if (viaTma) {
                 if (lead) {
                     TxBarrier::arrive_and_expect_tx(full, Tile::kBytesKV);
@@ -257,14 +234,36 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         loadTile<Elem, kBlockN, kChunks, 128>(row, dst, 0, D / 8, p.k, ptid);
         cutlass::arch::cpasync_barrier_arrive_noinc(full);
     };
+    // Q waits for the consumers to hand its space back; K of the first tile need not.
+    auto loadQ = [&] {
+        Barrier::wait(&pipe.qEmpty, (qIter & 1) ^ 1);
+        if (tma.qOk) {
+            if (lead) {
+                TxBarrier::arrive_and_expect_tx(&pipe.qFull, Tile::kBytesQ);
+#pragma unroll
+                for (int cb = 0; cb < kColBlocks; ++cb)
+                    cute::SM90_TMA_LOAD_3D::copy(&tma.q, &pipe.qFull, kOnce, sQ + cb * kBlockM * 128, cb * 64, hq,
+                                                 static_cast<int32_t>(seq.qBegin + m0));
+            } else {
+                Barrier::arrive(&pipe.qFull);
+            }
+        } else {
+            char const* qBase = static_cast<char const*>(p.q) +
+                                ((seq.qBegin + m0) * rowStride + static_cast<int64_t>(hq) * D) * kElemBytes;
+            auto qRow = [&](int r) -> char const* { return m0 + r < seq.lq ? qBase + r * rowStride * kElemBytes : nullptr; };
+            auto dstQ = [&](int r, int c) { return sQ + swizzledOffset<kBlockM>(r, c); };
+            loadTile<Elem, kBlockM, kChunks, 128>(qRow, dstQ, 0, D / 8, p.q, ptid);
+            cutlass::arch::cpasync_barrier_arrive_noinc(&pipe.qFull);
+        }
+    };
     int const nTiles = mask.nBlockMax - mask.nBlockMin;
     load(kK, 0);
+    loadQ();
     for (int i = 1; i < nTiles; ++i) {
         load(kK, i);
         load(kV, i - 1);
     }
     load(kV, nTiles - 1);
-    cute::cp_async_wait<0>();  // no copy outlives its thread
 }
 
 // Consumer warpgroup: every tile of the visit order through the two GEMMs and the online
@@ -301,14 +300,18 @@ struct ConsumerSm90 {
                 cutlass::arch::NamedBarrier::arrive(Tile::kNConsumerThreads, Tile::kBarrierTurn0 + (wg ^ 1));
     }
 
+    int kvIter;           // the CTA's K/V tiles before this work tile
+    int qIter;            // the CTA's non-empty work tiles before this one
+
     __device__ void waitFull(int which, int i) const {
-        Barrier::wait(&pipe.full[which][i % kStages], (i / kStages) & 1);
+        int const it = kvIter + i;
+        Barrier::wait(&pipe.full[which][it % kStages], (it / kStages) & 1);
         cutlass::arch::fence_view_async_shared();  // cp.async (generic proxy) writes -> wgmma reads
     }
     __device__ void release(int which, int i) const {
-        if (leadLane) Barrier::arrive(&pipe.empty[which][i % kStages]);
+        if (leadLane) Barrier::arrive(&pipe.empty[which][(kvIter + i) % kStages]);
     }
-    __device__ uint32_t stage(uint32_t base, int i) const { return base + (i % kStages) * Tile::kBytesKV; }
+    __device__ uint32_t stage(uint32_t base, int i) const { return base + ((kvIter + i) % kStages) * Tile::kBytesKV; }
 
     // Masks tile n's scores and folds them into the running softmax: s becomes the tile's
     // unnormalised probabilities; rescale: the factor for O's rows.
@@ -385,7 +388,7 @@ struct ConsumerSm90 {
     }
 
     __device__ void run(float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax) const {
-        Barrier::wait(&pipe.qFull, 0);
+        Barrier::wait(&pipe.qFull, qIter & 1);
         cutlass::arch::fence_view_async_shared();
         int const nTiles = mask.nBlockMax - mask.nBlockMin, nLast = mask.nBlockMax - 1;
         int32_t firstUnmasked, endUnmasked;

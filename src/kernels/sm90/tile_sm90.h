@@ -26,20 +26,26 @@ struct TileSm90 {
     static constexpr int kProducerRegs = kHeadDim == 256 ? 24 : 40;
     static constexpr int kConsumerRegs = kHeadDim == 256 ? 240 : 232;
     // Ping-pong scheduling of the two consumer warpgroups (named barriers 2 and 3; 0 is
-    // __syncthreads, 1 the consumers' meeting before the epilogue).
+    // __syncthreads, 1 the consumers' own meetings, 4 the producer's).
 #ifndef FMHA_SM90_PINGPONG
 #define FMHA_SM90_PINGPONG 1
 #endif
     static constexpr bool kPingPong = FMHA_SM90_PINGPONG != 0;
     static constexpr int kBarrierConsumers = 1;
     static constexpr int kBarrierTurn0 = 2;
+    static constexpr int kBarrierProducer = 4;
     // Shared memory in 128-byte swizzled rows: 64 columns per block, blocks of rows x 128 B.
     static constexpr int kBytesQ = kBlockM * kHeadDim * 2;
     static constexpr int kBytesKV = kBlockN * kHeadDim * 2;
-    static constexpr int kSmemBytes = kBytesQ + 2 * kStages * kBytesKV + 1024;  // + alignment slack
-    // The epilogue stages O row-major with 16 bytes of padding per row, in the K/V space.
-    static constexpr int kStrideO = kHeadDim + 8;
-    static_assert(kBlockM * kStrideO * 2 <= 2 * kStages * kBytesKV, "epilogue staging fits");
+    // The epilogue stages O (row-major, swizzled, Q's size) in its own space where it fits
+    // (192 KB in all at D=128), then stores it with 16-byte writes. At D=256 (Q + stages
+    // fill 192 KB already) each thread stores its accumulator pairs directly instead: Q's
+    // space must go back to the producer before the epilogue, so that the next work tile's
+    // Q loads during it.
+    static constexpr bool kStageO = kHeadDim <= 128;
+    static constexpr int kBytesO = kStageO ? kBytesQ : 0;
+    static constexpr int kSmemBytes = kBytesQ + 2 * kStages * kBytesKV + kBytesO + 1024;  // + alignment slack
+    static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
 };
 
 }  // namespace fmha::sm90
