@@ -35,14 +35,28 @@ void fill(KernelOps* ops, char const* family) {
     ops->family = family;
 }
 
-// The Hopper family takes the native wgmma head dims only (no padding).
+// Head dim as the Hopper kernels see it: the ViT dims 72/80/96 run padded to 128 (TMA
+// zero-fills the columns past the caller's D; the epilogue stores D columns).
+int hopperHeadDim(int d) {
+    switch (d) {
+    case 64: return 64;
+    case 72:
+    case 80:
+    case 96:
+    case 128: return 128;
+    case 256: return 256;
+    default: return 0;
+    }
+}
+
 bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, KernelOps* ops) {
+    int const d = hopperHeadDim(headDim);
     (void)element;
-    (void)headDim;
+    (void)d;
     (void)kv;
     (void)ops;
 #define FMHA_SM90_INSTANCE(E, D, K)                                                                \
-    if (element == ElementKind::E && headDim == (D) && kv == KvAddressing::K) {                   \
+    if (element == ElementKind::E && d == (D) && kv == KvAddressing::K) {                         \
         fill<sm90::KernelSm90<ElementKind::E, D, KvAddressing::K>>(ops, "sm90");                  \
         return true;                                                                               \
     }

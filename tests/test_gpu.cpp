@@ -301,7 +301,7 @@ TEST(Families, HopperMatchesPortable) {
     FMHA_REQUIRE_GPU();
     std::vector<Case> cases;
     for (Mode m : {Mode::kLlm, Mode::kPaged, Mode::kPagedRagged, Mode::kVit})
-        for (int d : {64, 128, 256})
+        for (int d : {64, 80, 128, 256})
             for (DataType t : {DataType::kHALF, DataType::kBF16}) {
                 Case c = edge("fam", m, d, {300, 130}, {m == Mode::kVit ? 300 : 700, m == Mode::kVit ? 130 : 200}, 4,
                               m == Mode::kVit ? 4 : 2);

@@ -171,8 +171,8 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1)
                         ET::pack(o[nt * 4 + 2 * r] * f, o[nt * 4 + 2 * r + 1] * f);
                 }
             __syncwarp();
-            for (int idx = lane; idx < warpRows * (kHeadDim / 8); idx += 32) {
-                int const r = idx / (kHeadDim / 8), c = idx % (kHeadDim / 8);
+            for (int idx = lane; idx < warpRows * (D / 8); idx += 32) {  // D: the caller's (padded dims)
+                int const r = idx / (D / 8), c = idx % (D / 8);
                 *reinterpret_cast<uint4*>(gO + r * rowStride + c * 8) =
                     *reinterpret_cast<uint4 const*>(stage + stagedOffset<kRowBytes>(r, c));
             }
@@ -185,7 +185,7 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1)
                 Out* row = gO + (g + 8 * r) * rowStride + 2 * t;
 #pragma unroll
                 for (int nt = 0; nt < kHeadDim / 8; ++nt)
-                    *reinterpret_cast<uint32_t*>(row + nt * 8) = ET::pack(o[nt * 4 + 2 * r] * f, o[nt * 4 + 2 * r + 1] * f);
+                    if (nt * 8 < D) *reinterpret_cast<uint32_t*>(row + nt * 8) = ET::pack(o[nt * 4 + 2 * r] * f, o[nt * 4 + 2 * r + 1] * f);
             }
         }
         if (gLse != nullptr && t == 0) {

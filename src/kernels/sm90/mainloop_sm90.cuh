@@ -195,16 +195,16 @@ __device__ inline void produceTile(FmhaParams const& p, TmaDescs const& tma, Seq
             }
             Barrier::wait(&pipe.empty[which][stage], ((it / kStages) & 1) ^ 1);
             if (viaTma) {
+                // Lane c of the first producer warp issues box c (its own page), so that small
+                // pages' many boxes leave in parallel; the lead's expect-tx arrive comes first.
                 if (lead) TxBarrier::arrive_and_expect_tx(full, Tile::kBytesKV);
+                __syncwarp();
                 int const inPage = j0 & ((1 << pageLog2) - 1);  // non-zero only when a page holds several tiles
-                for (int c = 0; c < boxes; ++c) {
-                    int32_t const pc = __shfl_sync(0xffffffffu, page, c);
-                    if (lead) {
+                if (ptid < boxes) {
 #pragma unroll
-                        for (int cb = 0; cb < kColBlocks; ++cb)
-                            cute::SM90_TMA_LOAD_3D::copy(&tma.k, full, kKeep, base + cb * kBlockN * 128 + c * boxRows * 128,
-                                                         cb * 64, hkv, (pc << pageLog2) + inPage);
-                    }
+                    for (int cb = 0; cb < kColBlocks; ++cb)
+                        cute::SM90_TMA_LOAD_3D::copy(&tma.k, full, kKeep, base + cb * kBlockN * 128 + ptid * boxRows * 128,
+                                                     cb * 64, hkv, (page << pageLog2) + inPage);
                 }
                 if (!lead) Barrier::arrive(full);
                 return;
