@@ -13,6 +13,7 @@
 #include <cute/arch/copy_sm90_desc.hpp>
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/arch/mma_sm90_gmma.hpp>
+#include <cute/arch/mma_sm90_gmma_ext.hpp>
 #include <cutlass/arch/barrier.h>
 
 #include "kernels/common/elem.cuh"
@@ -61,6 +62,9 @@ struct GmmaOps;
 FMHA_GMMA_OPS(__half, F16, 64)
 FMHA_GMMA_OPS(__half, F16, 128)
 FMHA_GMMA_OPS(__half, F16, 256)
+FMHA_GMMA_OPS(__half, F16, 176)
+FMHA_GMMA_OPS(__half, F16, 192)
+FMHA_GMMA_OPS(__half, F16, 80)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 64)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 128)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 256)

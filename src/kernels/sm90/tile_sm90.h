@@ -16,15 +16,24 @@ struct TileSm90 {
     // Keys per tile. A consumer thread holds O (kHeadDim/2 FP32), the next S (kBlockN/2) and
     // this P (kBlockN/4 packed) at once: 160 registers at D=128 with 128 keys; at D=256, O
     // alone takes 128, so 64-key tiles keep the thread inside its 232.
-    static constexpr int kBlockN = kHeadDim <= 128 ? 128 : 64;
+    #ifndef FMHA_SM90_BLOCKN_D128
+#define FMHA_SM90_BLOCKN_D128 128
+#endif
+#ifndef FMHA_SM90_BLOCKN_D64
+#define FMHA_SM90_BLOCKN_D64 128
+#endif
+#ifndef FMHA_SM90_BLOCKN_D256
+#define FMHA_SM90_BLOCKN_D256 64
+#endif
+    static constexpr int kBlockN = kHeadDim == 128 ? FMHA_SM90_BLOCKN_D128 : (kHeadDim < 128 ? FMHA_SM90_BLOCKN_D64 : FMHA_SM90_BLOCKN_D256);
     // K/V stages, each a K and a V tile with their own barriers: Q + stages fill 112 KB
     // (D=64, 3 stages), 160 KB (D=128, 2) and 192 KB (D=256, 2) of the 227 KB.
     static constexpr int kStages = kHeadDim == 64 ? 3 : 2;
     // setmaxnreg: the producer gives registers to the consumers within the SM's 65536
     // (128 * 40 + 256 * 232 = 128 * 24 + 256 * 240 = 64512). D=256 holds 128 O registers
     // a thread and takes the larger share.
-    static constexpr int kProducerRegs = kHeadDim == 256 ? 24 : 40;
-    static constexpr int kConsumerRegs = kHeadDim == 256 ? 240 : 232;
+    static constexpr int kProducerRegs = (kHeadDim == 256 || (kHeadDim == 128 && kBlockN > 128)) ? 24 : 40;
+    static constexpr int kConsumerRegs = (kHeadDim == 256 || (kHeadDim == 128 && kBlockN > 128)) ? 240 : 232;
     // Ping-pong scheduling of the two consumer warpgroups (named barriers 2 and 3; 0 is
     // __syncthreads, 1 the consumers' meeting before the epilogue).
 #ifndef FMHA_SM90_PINGPONG
