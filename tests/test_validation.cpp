@@ -1,5 +1,6 @@
 // Host-side validation of the runner: every rule of every mode through the struct, seed and C APIs,
-// the preflight argument checks, the error/log-callback plumbing and the canImplement* predicates.
+// the preflight argument checks, the error/log-callback plumbing, the canImplement* predicates
+// and the Hopper family's pack-GQA choice.
 #include <gtest/gtest.h>
 
 #include <climits>
@@ -14,6 +15,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "dispatch.h"
 #include "fmha/fmha.h"
 #include "fmha/fmha_c.h"
 
@@ -688,6 +690,67 @@ TEST(CanImplementValidation, ModesAndDtypes) {
         EXPECT_FALSE(FmhaRunner::canImplementMode(m, DataType::kHALF, 0, 90));
         EXPECT_FALSE(FmhaRunner::canImplementMode(m, DataType::kHALF, 160, 90));
     }
+}
+
+// Which launches pack GQA (the Hopper family's host-side choice; no GPU involved).
+TEST(PackGqaChoice, ShortChunksOfPowerOfTwoGroupsPack) {
+    int const previous = fmha::detail::setPackGqa(-1);
+    fmha::FmhaParams p;
+    p.numQHeads = 32;
+    p.numKVHeads = 8;
+    p.headGroup = 4;
+    p.batch = 16;
+    auto lq = [&p](int n) {
+        p.seqLenQ = p.maxSeqLenQ = n;
+        return fmha::detail::choosePackLog2(p, 128);
+    };
+    EXPECT_EQ(lq(1), 2);
+    EXPECT_EQ(lq(16), 2);
+    EXPECT_EQ(lq(64), 2);
+    EXPECT_EQ(lq(77), 2);    // 77 of 128 rows filled; packed, 308 of 384
+    EXPECT_EQ(lq(128), 0);   // full tiles already
+    EXPECT_EQ(lq(1000), 0);  // 1000 of 1024 either way
+    EXPECT_EQ(lq(4096), 0);
+    p.headGroup = 8;
+    p.numQHeads = 64;
+    EXPECT_EQ(lq(16), 3);
+    p.headGroup = 6;  // not a power of two: never
+    p.numQHeads = 48;
+    EXPECT_EQ(lq(16), 0);
+    p.headGroup = 1;
+    p.numQHeads = 8;
+    EXPECT_EQ(lq(16), 0);
+    p.headGroup = 256;  // more heads than a tile has rows
+    p.numQHeads = 2048;
+    EXPECT_EQ(lq(1), 0);
+
+    // Ragged: the mean length decides (100 rows over 4 sequences).
+    int32_t const cu[5] = {0, 10, 20, 30, 100};
+    p.headGroup = 4;
+    p.numQHeads = 32;
+    p.batch = 4;
+    p.cuQ = cu;
+    p.totalQ = 100;
+    p.maxSeqLenQ = 70;
+    EXPECT_EQ(fmha::detail::choosePackLog2(p, 128), 2);
+    // Packed rows must stay int32.
+    p.totalQ = INT32_MAX / 2;
+    p.maxSeqLenQ = INT32_MAX / 2;
+    EXPECT_EQ(fmha::detail::choosePackLog2(p, 128), 0);
+    p.cuQ = nullptr;
+
+    // The setting: 1 packs wherever it can, 0 never.
+    p.batch = 16;
+    fmha::detail::setPackGqa(1);
+    EXPECT_EQ(lq(4096), 2);
+    p.headGroup = 6;
+    p.numQHeads = 48;
+    EXPECT_EQ(lq(16), 0);
+    p.headGroup = 4;
+    p.numQHeads = 32;
+    fmha::detail::setPackGqa(0);
+    EXPECT_EQ(lq(16), 0);
+    EXPECT_EQ(fmha::detail::setPackGqa(previous), 0);
 }
 
 }  // namespace
