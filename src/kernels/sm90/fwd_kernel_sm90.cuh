@@ -45,12 +45,12 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
     int const hq = blockIdx.y << p.packLog2;  // the tile's (first) query head
     int const hkv = hq / p.headGroup;
 
-    // Tile rows: row i of the sequence is query row i >> packLog2 of head hq + (i mod 2^packLog2).
     SeqInfo const seq(p, b);
-    int const rows = seq.lq << p.packLog2, m0 = mBlock * kBlockM;
+    PackedRows const packed(p);
+    int const rows = packed.count(seq.lq), m0 = mBlock * kBlockM;
     if (m0 >= rows) return;
     int const m1 = min(m0 + kBlockM, rows);
-    int const q0 = m0 >> p.packLog2, q1 = ((m1 - 1) >> p.packLog2) + 1;  // the tile's query rows
+    int const q0 = packed.query(m0), q1 = packed.query(m1 - 1) + 1;  // the tile's query rows
 
     int64_t bidirLo, bidirHi;
     bidirUnion(p, b, q0, q1, sBidir, &bidirLo, &bidirHi);
@@ -93,11 +93,7 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
     cutlass::arch::NamedBarrier::sync(Tile::kNConsumerThreads, Tile::kBarrierConsumers);
     Out* sStage = reinterpret_cast<Out*>(sK) + cwarp * 16 * Tile::kStrideO;
     Out* gO = static_cast<Out*>(p.o) + seq.qBegin * rowStride + static_cast<int64_t>(hq) * D;
-    int const packMask = (1 << p.packLog2) - 1;
-    auto oOffset = [&](int r) {
-        int const i = warpRow0 + r;
-        return (i >> p.packLog2) * rowStride + (i & packMask) * D;
-    };
+    auto oOffset = [&](int r) { return packed.offset(warpRow0 + r, rowStride, D); };
     auto const& o3 = *reinterpret_cast<float const(*)[1][kHeadDim / 8][4]>(&o);
     storeOutput<ET, 1, kHeadDim, Tile::kStrideO>(o3, scaleOut, sStage, lane, gO, oOffset, warpRows, D);
     if (p.lse != nullptr && t == 0) {
@@ -106,7 +102,7 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             int const i = warpRow0 + g + 8 * r;
-            if (g + 8 * r < warpRows) gLse[(i & packMask) * p.lseHeadStride + (i >> p.packLog2)] = lse[r];
+            if (g + 8 * r < warpRows) gLse[packed.head(i) * p.lseHeadStride + packed.query(i)] = lse[r];
         }
     }
 }

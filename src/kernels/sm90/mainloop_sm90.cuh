@@ -28,6 +28,20 @@ namespace gmma = cute::SM90::GMMA;
 using Barrier = cutlass::arch::ClusterBarrier;
 using TxBarrier = cutlass::arch::ClusterTransactionBarrier;
 
+// A sequence's tile rows under pack GQA (FmhaParams::packLog2; 0: tile rows are query
+// rows): row i is query row i >> log2 of query head (the tile's first head) + (i mod 2^log2).
+struct PackedRows {
+    int log2;
+    __device__ explicit PackedRows(FmhaParams const& p) : log2(p.packLog2) {}
+    __device__ int count(int lq) const { return lq << log2; }  // tile rows of a sequence of lq queries
+    __device__ int query(int i) const { return i >> log2; }
+    __device__ int head(int i) const { return i & ((1 << log2) - 1); }
+    // Elements from the sequence's first Q/O row at the tile's first head to row i.
+    __device__ int64_t offset(int i, int64_t rowStride, int headDim) const {
+        return query(i) * rowStride + head(i) * headDim;
+    }
+};
+
 // Byte offset of chunk c (8 elements) of row r in a tile of kRows rows stored as 64-column
 // blocks of kRows x 128 B, each row's eight 16-byte chunks XOR-swizzled by (row % 8): the
 // canonical SWIZZLE_128B layout wgmma reads, free of bank conflicts for 8-row accesses.
@@ -154,7 +168,7 @@ enum : int { kK = 0, kV = 1 };
 // past the sequence read as zeros and no bad address is ever formed. Either way all 128
 // threads arrive once on the stage's barrier: TMA with one expect-tx arrive and 127 plain
 // ones, cp.async with each thread's arrive firing when its own copies have landed.
-// The tile's rows start at m0 (tile rows; see packLog2), its query heads at hq.
+// The tile's rows start at m0 (tile rows; see PackedRows), its query heads at hq.
 template <class Elem, class Tile, KvAddressing kKv>
 __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq,
                                     MaskPolicy<Tile::kBlockN> const& mask, int b, int hq, int hkv, int m0,
@@ -180,17 +194,18 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
 #pragma unroll
             for (int cb = 0; cb < kColBlocks; ++cb)
                 cute::SM90_TMA_LOAD_3D::copy(&tma.q, &pipe.qFull, kOnce, sQ + cb * kBlockM * 128, cb * 64, hq,
-                                             static_cast<int32_t>(seq.qBegin + (m0 >> p.packLog2)));
+                                             static_cast<int32_t>(seq.qBegin + PackedRows(p).query(m0)));
         } else {
             Barrier::arrive(&pipe.qFull);
         }
     } else {
         char const* qBase =
             static_cast<char const*>(p.q) + (seq.qBegin * rowStride + static_cast<int64_t>(hq) * D) * kElemBytes;
-        int const rows = seq.lq << p.packLog2, packMask = (1 << p.packLog2) - 1;
+        PackedRows const packed(p);
+        int const rows = packed.count(seq.lq);
         auto qRow = [&](int r) -> char const* {
             int const i = m0 + r;
-            return i < rows ? qBase + ((i >> p.packLog2) * rowStride + (i & packMask) * D) * kElemBytes : nullptr;
+            return i < rows ? qBase + packed.offset(i, rowStride, D) * kElemBytes : nullptr;
         };
         auto dstQ = [&](int r, int c) { return sQ + swizzledOffset<kBlockM>(r, c); };
         loadTile<Elem, kBlockM, kChunks, 128>(qRow, dstQ, 0, D / 8, p.q, ptid);
@@ -285,7 +300,7 @@ struct ConsumerSm90 {
     Mask const& mask;
     PipelineSm90<kStages>& pipe;
     uint32_t sQ, sK, sV;  // this warpgroup's Q rows; the K and V stages
-    int row0;             // the first tile row this thread holds (it also holds row0 + 8; see packLog2)
+    int row0;             // the first tile row this thread holds (it also holds row0 + 8; see PackedRows)
     int t;                // lane position in its quad
     bool leadLane;        // lane 0: arrives for its warp
     int wg;               // consumer warpgroup, 0 or 1
@@ -395,10 +410,11 @@ struct ConsumerSm90 {
         int32_t firstUnmasked, endUnmasked;
         mask.visitSplit(&firstUnmasked, &endUnmasked);
         // The mask of this thread's two rows, read once (rows past the sequence see nothing).
+        PackedRows const packed(p);
         typename Mask::Row rm[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r)
-            rm[r] = row0 + 8 * r < (seq.lq << p.packLog2) ? mask.row((row0 + 8 * r) >> p.packLog2) : Mask::none();
+            rm[r] = row0 + 8 * r < packed.count(seq.lq) ? mask.row(packed.query(row0 + 8 * r)) : Mask::none();
         uint32_t pa[kBlockN / 16][4];
         {
             float s[kBlockN / 2];
