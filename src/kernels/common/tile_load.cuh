@@ -14,27 +14,32 @@ namespace fmha {
 // Loads rows [0, kRows) x chunks [0, kChunks) of 8 elements. rowPtr(r) gives the row's
 // first byte or null (zeros); chunk c reads global chunk chunk0 + c and is zero past
 // validChunks. fallback is any valid global address, handed to zero-filling cp.async so
-// that no wild address is ever formed.
-template <class Elem, int kRows, int kChunks, int kNThreads, class RowPtr, class Dst>
+// that no wild address is ever formed. tid < kNThreads. kUnroll: all batches unrolled
+// (branch-free where rowPtr is), for loads on a consumer's critical path; otherwise one
+// batch at a time, for register-starved producer warps.
+template <class Elem, int kRows, int kChunks, int kNThreads, bool kUnroll = false, class RowPtr, class Dst>
 __device__ inline void loadTile(RowPtr const& rowPtr, Dst const& dst, int chunk0, int validChunks,
                                 void const* fallback, int tid) {
     constexpr int kTotal = kRows * kChunks;
+    constexpr int kPerThread = (kTotal + kNThreads - 1) / kNThreads;
     // Batches: the row addresses of a batch (page-table reads for paged KV) are all in flight
-    // before the first copy depends on one. FP8 loads go through registers, one at a time.
-    constexpr int kBatch = ElemTraits<Elem>::kBytes == 2 ? 4 : 1;
-#pragma unroll 1
-    for (int base = tid; base < kTotal; base += kBatch * kNThreads) {
+    // before the first copy depends on one.
+    constexpr int kBatch = kPerThread < 4 ? kPerThread : 4;
+    auto const t = static_cast<unsigned>(tid);  // unsigned: the divisions by kChunks stay shifts
+    auto inRange = [&](int k) { return k < kPerThread && (kTotal % kNThreads == 0 || t + k * kNThreads < kTotal); };
+#pragma unroll(kUnroll ? kPerThread : 1)
+    for (int base = 0; base < kPerThread; base += kBatch) {
         char const* row[kBatch];
 #pragma unroll
         for (int k = 0; k < kBatch; ++k) {
-            int const idx = base + k * kNThreads;
-            row[k] = idx < kTotal ? rowPtr(idx / kChunks) : nullptr;
+            unsigned const idx = t + (base + k) * kNThreads;
+            row[k] = inRange(base + k) ? rowPtr(static_cast<int>(idx / kChunks)) : nullptr;
         }
 #pragma unroll
         for (int k = 0; k < kBatch; ++k) {
-            int const idx = base + k * kNThreads;
-            if (idx >= kTotal) break;
-            int const r = idx / kChunks, c = idx % kChunks;
+            if (!inRange(base + k)) continue;
+            unsigned const idx = t + (base + k) * kNThreads;
+            int const r = static_cast<int>(idx / kChunks), c = static_cast<int>(idx % kChunks);
             int const gc = chunk0 + c;
             bool const valid = row[k] != nullptr && gc < validChunks;
             void* d = dst(r, c);

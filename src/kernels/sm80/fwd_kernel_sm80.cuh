@@ -32,9 +32,9 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
 
     extern __shared__ __align__(16) unsigned char smemRaw[];
     Compute* sQ = reinterpret_cast<Compute*>(smemRaw);
-    Compute* sK = sQ + Tile::kSmemQ;
-    Compute* sV = sK + Tile::kSmemK;
-    int* sBidir = reinterpret_cast<int*>(sV + Tile::kSmemV);
+    Compute* sK = sQ + Tile::kSmemQ;  // kStages K tiles, then kStages V tiles
+    Compute* sV = sK + Tile::kStages * Tile::kSmemK;
+    int* sBidir = reinterpret_cast<int*>(sV + Tile::kStages * Tile::kSmemV);
 
     int const tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     // Highest query tiles first: under a causal mask they see the most keys.
@@ -80,28 +80,33 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             return m0 + r < seq.lq ? qBase + r * rowStride * kElemBytes : nullptr;
         };
         KvAddress<kKv, kElemBytes> const kv(p, seq, b, hkv);
-        auto loadK = [&](int n) {
-            auto row = [&](int r) -> char const* {
+        // Tile n's K and V into stage st, one cp.async group.
+        auto loadKV = [&](int n, int st) {
+            // Rows past Lk read as zeros; the address of the last row is formed regardless (a
+            // page-table read in bounds), so that no branch sits in the unrolled copies.
+            auto kRow = [&](int r) -> char const* {
                 int const j = n * kBlockN + r;
-                return j < seq.lk ? kv.row(false, j) : nullptr;
+                char const* a = kv.row(false, min(j, seq.lk - 1));
+                return j < seq.lk ? a : nullptr;
             };
-            auto dst = [&](int r, int c) { return sK + r * Tile::kStrideQK + c * 8; };
-            loadTile<Elem, kBlockN, kHeadDim / 8, Tile::kNThreads>(row, dst, 0, D / 8, p.k, tid);
-            cute::cp_async_fence();
-        };
-        auto loadV = [&](int n) {
-            auto row = [&](int r) -> char const* {
+            auto vRow = [&](int r) -> char const* {
                 int const j = n * kBlockN + r;
-                return j < seq.lk ? kv.row(true, j) : nullptr;
+                char const* a = kv.row(true, min(j, seq.lk - 1));
+                return j < seq.lk ? a : nullptr;
             };
-            auto dst = [&](int r, int c) { return sV + r * Tile::kStrideV + c * 8; };
-            loadTile<Elem, kBlockN, kDv / 8, Tile::kNThreads>(row, dst, vSplit * kDv / 8, D / 8, p.k, tid);
+            Compute* k = sK + st * Tile::kSmemK;
+            Compute* v = sV + st * Tile::kSmemV;
+            loadTile<Elem, kBlockN, kHeadDim / 8, Tile::kNThreads, true>(
+                kRow, [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; }, 0, D / 8, p.k, tid);
+            loadTile<Elem, kBlockN, kDv / 8, Tile::kNThreads, true>(
+                vRow, [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; }, vSplit * kDv / 8, D / 8, p.k,
+                tid);
             cute::cp_async_fence();
         };
 
         auto dstQ = [&](int r, int c) { return sQ + r * Tile::kStrideQK + c * 8; };
         loadTile<Elem, kBlockM, kHeadDim / 8, Tile::kNThreads>(qRow, dstQ, 0, D / 8, p.q, tid);
-        loadK(mask.nBlockMax - 1);
+        loadKV(mask.nBlockMax - 1, 0);  // one group with Q
 
         // Per-row mask data, fixed for the whole loop; rows past Lq allow nothing.
         // Thread row r is warp row (r / 2) * 16 + g + 8 * (r % 2).
@@ -109,13 +114,14 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
         bool const skipOn = p.skipFactor > 0.0F && p.skipFactor < static_cast<float>(seq.lk);
         float const skipLog2 = skipOn ? log2f(p.skipFactor / static_cast<float>(seq.lk)) : 0.0F;
 
-        auto step = [&](int n, bool masked) {
+        auto step = [&](int n, int st, bool masked) {
             cute::cp_async_wait<0>();
-            __syncthreads();  // K(n) landed; every warp is done with V(n+1)
-            loadV(n);
+            __syncthreads();  // tile n landed in stage st; every warp is done with the other stage
             float s[kMT][kNT][4];
             gemmQK<Compute, Mma, kMT, kHeadDim, kBlockN, Tile::kStrideQK>(
-                sQ + warp * Tile::kWarpRows * Tile::kStrideQK, sK, lane, s);
+                sQ + warp * Tile::kWarpRows * Tile::kStrideQK, sK + st * Tile::kSmemK, lane, s);
+            // Issued after the Q.K^T MMAs: the address arithmetic overlaps the tensor cores.
+            if (n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
             if (masked) {  // row bounds are recomputed here rather than held across the loop
 #pragma unroll
                 for (int r = 0; r < kRows; ++r) {
@@ -159,24 +165,27 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
 #pragma unroll
                         for (int e = 0; e < 4; ++e) s[mt][nt][e] = sr[2 * mt + e / 2][nt * 2 + (e & 1)];
                 packP<ET, kMT, kBlockN>(s, pa);
+                // A rescale of 1 for every row of the warp (no row max moved) changes nothing.
+                bool moved = false;
 #pragma unroll
-                for (int mt = 0; mt < kMT; ++mt) {
+                for (int r = 0; r < kRows; ++r) moved = moved || rescale[r] != 1.0F;
+                if (__any_sync(0xffffffffu, moved)) {
 #pragma unroll
-                    for (int nt = 0; nt < kDv / 8; ++nt) {
-                        o[mt][nt][0] *= rescale[2 * mt];
-                        o[mt][nt][1] *= rescale[2 * mt];
-                        o[mt][nt][2] *= rescale[2 * mt + 1];
-                        o[mt][nt][3] *= rescale[2 * mt + 1];
+                    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+                        for (int nt = 0; nt < kDv / 8; ++nt) {
+                            o[mt][nt][0] *= rescale[2 * mt];
+                            o[mt][nt][1] *= rescale[2 * mt];
+                            o[mt][nt][2] *= rescale[2 * mt + 1];
+                            o[mt][nt][3] *= rescale[2 * mt + 1];
+                        }
                     }
                 }
+                gemmPV<Compute, Mma, kMT, kDv, kBlockN, Tile::kStrideV>(pa, sV + st * Tile::kSmemV, lane, o);
             }
-            cute::cp_async_wait<0>();
-            __syncthreads();  // V(n) landed; every warp is done with K(n)
-            if (n > mask.nBlockMin) loadK(n - 1);
-            if (!skip) gemmPV<Compute, Mma, kMT, kDv, kBlockN, Tile::kStrideV>(pa, sV, lane, o);
         };
 
-        for (int n = mask.nBlockMax - 1; n >= mask.nBlockMin; --n) step(n, mask.tileNeedsMask(n));
+        for (int n = mask.nBlockMax - 1, st = 0; n >= mask.nBlockMin; --n, st ^= 1) step(n, st, mask.tileNeedsMask(n));
         __syncthreads();  // the epilogue reuses Q's shared memory
     }
 
