@@ -27,6 +27,10 @@ struct KvAddress<KvAddressing::kStrided, kElemBytes> {
         rowStrideBytes = p.kvRowStride * kElemBytes;
     }
     __device__ char const* row(bool isV, int32_t j) const { return (isV ? vBase : kBase) + j * rowStrideBytes; }
+
+    // A run of rows from j0 is row(j0) + i * runStride(); every run is one here.
+    __device__ static constexpr bool runCovers(int32_t) { return true; }
+    __device__ int64_t runStride() const { return rowStrideBytes; }
 };
 
 template <int kElemBytes>
@@ -53,6 +57,12 @@ struct KvAddress<KvAddressing::kPaged, kElemBytes> {
         int64_t const token = (static_cast<int64_t>(page) << pageLog2) + (j & ((1 << pageLog2) - 1));
         return base + token * tokenBytes;
     }
+
+    // Rows j0 .. j0 + rows - 1 (j0 a multiple of rows, rows a power of two) lie in one page
+    // when the page holds at least `rows` tokens: row(j0) + i * runStride(), one page-table
+    // read for the run instead of one a row.
+    __device__ bool runCovers(int32_t rows) const { return (1 << pageLog2) >= rows; }
+    __device__ int64_t runStride() const { return tokenBytes; }
 };
 
 }  // namespace fmha

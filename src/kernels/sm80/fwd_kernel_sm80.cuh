@@ -80,27 +80,38 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             return m0 + r < seq.lq ? qBase + r * rowStride * kElemBytes : nullptr;
         };
         KvAddress<kKv, kElemBytes> const kv(p, seq, b, hkv);
-        // Tile n's K and V into stage st, one cp.async group.
+        // Tile n's K and V into stage st, one cp.async group. Rows past Lk read as zeros.
         auto loadKV = [&](int n, int st) {
-            // Rows past Lk read as zeros; the address of the last row is formed regardless (a
-            // page-table read in bounds), so that no branch sits in the unrolled copies.
-            auto kRow = [&](int r) -> char const* {
-                int const j = n * kBlockN + r;
-                char const* a = kv.row(false, min(j, seq.lk - 1));
-                return j < seq.lk ? a : nullptr;
-            };
-            auto vRow = [&](int r) -> char const* {
-                int const j = n * kBlockN + r;
-                char const* a = kv.row(true, min(j, seq.lk - 1));
-                return j < seq.lk ? a : nullptr;
-            };
             Compute* k = sK + st * Tile::kSmemK;
             Compute* v = sV + st * Tile::kSmemV;
-            loadTile<Elem, kBlockN, kHeadDim / 8, Tile::kNThreads, true>(
-                kRow, [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; }, 0, D / 8, p.k, tid);
-            loadTile<Elem, kBlockN, kDv / 8, Tile::kNThreads, true>(
-                vRow, [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; }, vSplit * kDv / 8, D / 8, p.k,
-                tid);
+            auto copy = [&](auto const& kRow, auto const& vRow) {
+                loadTile<Elem, kBlockN, kHeadDim / 8, Tile::kNThreads, true>(
+                    kRow, [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; }, 0, D / 8, p.k, tid);
+                loadTile<Elem, kBlockN, kDv / 8, Tile::kNThreads, true>(
+                    vRow, [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; }, vSplit * kDv / 8, D / 8,
+                    p.k, tid);
+            };
+            int const j0 = n * kBlockN;
+            if (kv.runCovers(kBlockN)) {  // the tile is one run (strided, or pages >= the tile)
+                char const* kBase = kv.row(false, j0);
+                char const* vBase = kv.row(true, j0);
+                int64_t const stride = kv.runStride();
+                int const rows = seq.lk - j0;
+                copy([&](int r) -> char const* { return r < rows && kBase != nullptr ? kBase + r * stride : nullptr; },
+                     [&](int r) -> char const* { return r < rows && vBase != nullptr ? vBase + r * stride : nullptr; });
+            } else {
+                // A row's address is formed even past Lk (from the last key: a page-table read
+                // in bounds), so that no branch sits in the unrolled copies.
+                copy(
+                    [&](int r) -> char const* {
+                        char const* a = kv.row(false, min(j0 + r, seq.lk - 1));
+                        return j0 + r < seq.lk ? a : nullptr;
+                    },
+                    [&](int r) -> char const* {
+                        char const* a = kv.row(true, min(j0 + r, seq.lk - 1));
+                        return j0 + r < seq.lk ? a : nullptr;
+                    });
+            }
             cute::cp_async_fence();
         };
 
