@@ -23,23 +23,18 @@ __device__ inline void loadTile(RowPtr const& rowPtr, Dst const& dst, int chunk0
     constexpr int kTotal = kRows * kChunks;
     constexpr int kPerThread = (kTotal + kNThreads - 1) / kNThreads;
     // Batches: the row addresses of a batch (page-table reads for paged KV) are all in flight
-    // before the first copy depends on one.
-    constexpr int kBatch = kPerThread < 4 ? kPerThread : 4;
-    auto const t = static_cast<unsigned>(tid);  // unsigned: the divisions by kChunks stay shifts
-    auto inRange = [&](int k) { return k < kPerThread && (kTotal % kNThreads == 0 || t + k * kNThreads < kTotal); };
-#pragma unroll(kUnroll ? kPerThread : 1)
-    for (int base = 0; base < kPerThread; base += kBatch) {
+    // before the first copy depends on one. Rolled, FP8 loads (through registers) go one at a
+    // time.
+    constexpr int kBatch = kUnroll ? (kPerThread < 4 ? kPerThread : 4) : (ElemTraits<Elem>::kBytes == 2 ? 4 : 1);
+    // One batch: element idx(k) of the tile for k < kBatch, where in(k).
+    auto batch = [&](auto const& idx, auto const& in) {
         char const* row[kBatch];
 #pragma unroll
-        for (int k = 0; k < kBatch; ++k) {
-            unsigned const idx = t + (base + k) * kNThreads;
-            row[k] = inRange(base + k) ? rowPtr(static_cast<int>(idx / kChunks)) : nullptr;
-        }
+        for (int k = 0; k < kBatch; ++k) row[k] = in(k) ? rowPtr(static_cast<int>(idx(k) / kChunks)) : nullptr;
 #pragma unroll
         for (int k = 0; k < kBatch; ++k) {
-            if (!inRange(base + k)) continue;
-            unsigned const idx = t + (base + k) * kNThreads;
-            int const r = static_cast<int>(idx / kChunks), c = static_cast<int>(idx % kChunks);
+            if (!in(k)) break;
+            int const r = static_cast<int>(idx(k) / kChunks), c = static_cast<int>(idx(k) % kChunks);
             int const gc = chunk0 + c;
             bool const valid = row[k] != nullptr && gc < validChunks;
             void* d = dst(r, c);
@@ -66,6 +61,19 @@ __device__ inline void loadTile(RowPtr const& rowPtr, Dst const& dst, int chunk0
                 *reinterpret_cast<uint4*>(d) = out;
             }
         }
+    };
+    if constexpr (kUnroll) {
+        auto const t = static_cast<unsigned>(tid);  // unsigned: the divisions by kChunks stay shifts
+#pragma unroll
+        for (int base = 0; base < kPerThread; base += kBatch)
+            batch([&](int k) { return t + (base + k) * kNThreads; },
+                  [&](int k) {
+                      return base + k < kPerThread && (kTotal % kNThreads == 0 || t + (base + k) * kNThreads < kTotal);
+                  });
+    } else {
+#pragma unroll 1
+        for (int base = tid; base < kTotal; base += kBatch * kNThreads)
+            batch([&](int k) { return base + k * kNThreads; }, [&](int k) { return base + k * kNThreads < kTotal; });
     }
 }
 

@@ -93,24 +93,23 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             };
             int const j0 = n * kBlockN;
             if (kv.runCovers(kBlockN)) {  // the tile is one run (strided, or pages >= the tile)
-                char const* kBase = kv.row(false, j0);
-                char const* vBase = kv.row(true, j0);
                 int64_t const stride = kv.runStride();
                 int const rows = seq.lk - j0;
-                copy([&](int r) -> char const* { return r < rows && kBase != nullptr ? kBase + r * stride : nullptr; },
-                     [&](int r) -> char const* { return r < rows && vBase != nullptr ? vBase + r * stride : nullptr; });
+                auto rowsOf = [&](bool isV) {
+                    char const* base = kv.row(isV, j0);
+                    return [=](int r) -> char const* { return r < rows && base != nullptr ? base + r * stride : nullptr; };
+                };
+                copy(rowsOf(false), rowsOf(true));
             } else {
                 // A row's address is formed even past Lk (from the last key: a page-table read
                 // in bounds), so that no branch sits in the unrolled copies.
-                copy(
-                    [&](int r) -> char const* {
-                        char const* a = kv.row(false, min(j0 + r, seq.lk - 1));
+                auto rowsOf = [&](bool isV) {
+                    return [&, isV](int r) -> char const* {
+                        char const* a = kv.row(isV, min(j0 + r, seq.lk - 1));
                         return j0 + r < seq.lk ? a : nullptr;
-                    },
-                    [&](int r) -> char const* {
-                        char const* a = kv.row(true, min(j0 + r, seq.lk - 1));
-                        return j0 + r < seq.lk ? a : nullptr;
-                    });
+                    };
+                };
+                copy(rowsOf(false), rowsOf(true));
             }
             cute::cp_async_fence();
         };

@@ -31,7 +31,7 @@ struct TileSm80 {
     // D=256/512: 32-key tiles keep Q + two K/V stages at two CTAs an SM (D=256) or within
     // one SM's 227 KB (D=512).
     static constexpr int kBlockN = kHeadDim <= 64 ? 128 : 32;
-    // K/V stages: tile n+1's loads are in flight while tile n computes (one CTA barrier a tile).
+    // K/V stages: the next tile's loads are in flight while this one computes (one barrier a tile).
     static constexpr int kStages = 2;
     // Rows padded by 16 bytes: an odd number of 16-byte chunks per row makes the 8 row
     // addresses of each ldmatrix fall in 8 different bank groups (no conflicts, no swizzle).
