@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/common/kv_address.cuh"
 #include "kernels/common/mask.cuh"
@@ -28,7 +29,8 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
     using Mma = typename MmaOf<Elem>::type;
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kDv = Tile::kHeadDimV;
     constexpr int kMT = Tile::kMTiles, kRows = 2 * kMT;  // m16 tiles per warp; rows per thread
-    constexpr int kNT = kBlockN / 8;                     // n-tiles of 8 keys
+    constexpr int kSubN = Tile::kSubN;                   // keys per compute chunk
+    constexpr int kNT = kSubN / 8;                       // n-tiles of 8 keys in a chunk
 
     extern __shared__ __align__(16) unsigned char smemRaw[];
     Compute* sQ = reinterpret_cast<Compute*>(smemRaw);
@@ -124,15 +126,33 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
         bool const skipOn = p.skipFactor > 0.0F && p.skipFactor < static_cast<float>(seq.lk);
         float const skipLog2 = skipOn ? log2f(p.skipFactor / static_cast<float>(seq.lk)) : 0.0F;
 
-        auto step = [&](int n, int st, bool masked) {
-            cute::cp_async_wait<0>();
-            __syncthreads();  // tile n landed in stage st; every warp is done with the other stage
+        // Keys [j0, j0 + kSubN) of the tile in stage st: chunk h of tile n. The first chunk
+        // of a tile issues the next tile's loads after its Q.K^T MMAs, so that their
+        // address arithmetic overlaps the tensor cores.
+        // Keys outside [warpKeyBegin, warpKeyEnd) are visible to no row of this warp (the
+        // causal limit of its last row, the window of its first, Lk; bidirectional blocks
+        // aside): a masked chunk entirely outside is skipped by the whole warp.
+        int32_t warpKeyBegin = INT32_MIN, warpKeyEnd = seq.lk;
+        if (warpRows == 0) {
+            warpKeyEnd = INT32_MIN;
+        } else if (p.causal && !mask.hasBidir) {
+            int64_t const off = seq.offset();
+            warpKeyEnd = static_cast<int32_t>(min(static_cast<int64_t>(seq.lk), warpRow0 + warpRows + off));
+            if (p.window != INT32_MAX)
+                warpKeyBegin = static_cast<int32_t>(max(static_cast<int64_t>(INT32_MIN), warpRow0 + off - p.window));
+        }
+        auto chunk = [&](int n, int st, int h, bool masked) {
+            int const j0 = n * kBlockN + h * kSubN;
+            if (masked && (j0 >= warpKeyEnd || j0 + kSubN <= warpKeyBegin)) {
+                if (h == 0 && n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
+                return;
+            }
             float s[kMT][kNT][4];
-            gemmQK<Compute, Mma, kMT, kHeadDim, kBlockN, Tile::kStrideQK>(
-                sQ + warp * Tile::kWarpRows * Tile::kStrideQK, sK + st * Tile::kSmemK, lane, s);
-            // Issued after the Q.K^T MMAs: the address arithmetic overlaps the tensor cores.
-            if (n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
-            if (masked) {  // row bounds are recomputed here rather than held across the loop
+            gemmQK<Compute, Mma, kMT, kHeadDim, kSubN, Tile::kStrideQK>(
+                sQ + warp * Tile::kWarpRows * Tile::kStrideQK, sK + st * Tile::kSmemK + h * kSubN * Tile::kStrideQK,
+                lane, s);
+            if (h == 0 && n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
+            auto applyMask = [&](auto withBidir) {
 #pragma unroll
                 for (int r = 0; r < kRows; ++r) {
                     int const i = rowIndex(r);
@@ -142,10 +162,18 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                     for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
                         for (int e = 0; e < 2; ++e) {
-                            int32_t const j = n * kBlockN + nt * 8 + 2 * t + e;
-                            if (!MaskPolicy<kBlockN>::allowed(rm, j)) s[mt][nt][2 * half + e] = -INFINITY;
+                            int32_t const j = j0 + nt * 8 + 2 * t + e;
+                            bool const ok = decltype(withBidir)::value ? MaskPolicy<kBlockN>::allowed(rm, j)
+                                                                       : (j >= rm.lo) & (j <= rm.hi);
+                            if (!ok) s[mt][nt][2 * half + e] = -INFINITY;
                         }
                 }
+            };
+            if (masked) {  // row bounds are recomputed here rather than held across the loop
+                if (mask.hasBidir)
+                    applyMask(std::true_type{});
+                else
+                    applyMask(std::false_type{});
             }
             float sr[kRows][kNT * 2];
 #pragma unroll
@@ -174,7 +202,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                     for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
                         for (int e = 0; e < 4; ++e) s[mt][nt][e] = sr[2 * mt + e / 2][nt * 2 + (e & 1)];
-                packP<ET, kMT, kBlockN>(s, pa);
+                packP<ET, kMT, kSubN>(s, pa);
                 // A rescale of 1 for every row of the warp (no row max moved) changes nothing.
                 bool moved = false;
 #pragma unroll
@@ -191,8 +219,15 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                         }
                     }
                 }
-                gemmPV<Compute, Mma, kMT, kDv, kBlockN, Tile::kStrideV>(pa, sV + st * Tile::kSmemV, lane, o);
+                gemmPV<Compute, Mma, kMT, kDv, kSubN, Tile::kStrideV>(
+                    pa, sV + st * Tile::kSmemV + h * kSubN * Tile::kStrideV, lane, o);
             }
+        };
+        auto step = [&](int n, int st, bool masked) {
+            cute::cp_async_wait<0>();
+            __syncthreads();  // tile n landed in stage st; every warp is done with the other stage
+#pragma unroll
+            for (int h = 0; h < kBlockN / kSubN; ++h) chunk(n, st, h, masked);
         };
 
         for (int n = mask.nBlockMax - 1, st = 0; n >= mask.nBlockMin; --n, st ^= 1) step(n, st, mask.tileNeedsMask(n));
