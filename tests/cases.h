@@ -118,6 +118,13 @@ inline std::vector<Case> edgeCases(double scale) {
         c.spec.window = w;
         v.push_back(c);
     }
+    // Windows around the 32-key compute chunks of the 64-key tiles (D=80..128), also with
+    // fewer keys than queries, where whole chunks lie outside every row of a warp.
+    for (int w : {0, 31, 32, 33, 95}) {
+        Case c = edge("llm_d128_window" + std::to_string(w), Mode::kLlm, 128, {150, 170}, {400, 90}, 4, 2);
+        c.spec.window = w;
+        v.push_back(c);
+    }
     {
         Case c = edge("paged_bidir_d512", Mode::kPaged, 512, {130}, {300}, 2, 1);
         c.spec.bidirectional = true;

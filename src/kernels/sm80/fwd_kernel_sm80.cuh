@@ -31,6 +31,9 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
     constexpr int kMT = Tile::kMTiles, kRows = 2 * kMT;  // m16 tiles per warp; rows per thread
     constexpr int kSubN = Tile::kSubN;                   // keys per compute chunk
     constexpr int kNT = kSubN / 8;                       // n-tiles of 8 keys in a chunk
+    // Chunks of 32 keys take the warp-level chunk skip and the causal-only element mask;
+    // at D=64 (128-key chunks) they raised ptxas's spills from 72 to 132 bytes.
+    constexpr bool kLean = kSubN <= 32;
 
     extern __shared__ __align__(16) unsigned char smemRaw[];
     Compute* sQ = reinterpret_cast<Compute*>(smemRaw);
@@ -143,7 +146,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
         }
         auto chunk = [&](int n, int st, int h, bool masked) {
             int const j0 = n * kBlockN + h * kSubN;
-            if (masked && (j0 >= warpKeyEnd || j0 + kSubN <= warpKeyBegin)) {
+            if (kLean && masked && (j0 >= warpKeyEnd || j0 + kSubN <= warpKeyBegin)) {
                 if (h == 0 && n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
                 return;
             }
@@ -170,7 +173,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                 }
             };
             if (masked) {  // row bounds are recomputed here rather than held across the loop
-                if (mask.hasBidir)
+                if (!kLean || mask.hasBidir)
                     applyMask(std::true_type{});
                 else
                     applyMask(std::false_type{});
