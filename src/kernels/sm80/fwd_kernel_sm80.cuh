@@ -129,9 +129,6 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
         bool const skipOn = p.skipFactor > 0.0F && p.skipFactor < static_cast<float>(seq.lk);
         float const skipLog2 = skipOn ? log2f(p.skipFactor / static_cast<float>(seq.lk)) : 0.0F;
 
-        // Keys [j0, j0 + kSubN) of the tile in stage st: chunk h of tile n. The first chunk
-        // of a tile issues the next tile's loads after its Q.K^T MMAs, so that their
-        // address arithmetic overlaps the tensor cores.
         // Keys outside [warpKeyBegin, warpKeyEnd) are visible to no row of this warp (the
         // causal limit of its last row, the window of its first, Lk; bidirectional blocks
         // aside): a masked chunk entirely outside is skipped by the whole warp.
@@ -144,6 +141,9 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             if (p.window != INT32_MAX)
                 warpKeyBegin = static_cast<int32_t>(max(static_cast<int64_t>(INT32_MIN), warpRow0 + off - p.window));
         }
+        // Keys [j0, j0 + kSubN) of the tile in stage st: chunk h of tile n. The first chunk
+        // of a tile issues the next tile's loads after its Q.K^T MMAs, so that their
+        // address arithmetic overlaps the tensor cores.
         auto chunk = [&](int n, int st, int h, bool masked) {
             int const j0 = n * kBlockN + h * kSubN;
             if (kLean && masked && (j0 >= warpKeyEnd || j0 + kSubN <= warpKeyBegin)) {
