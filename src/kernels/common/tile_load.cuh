@@ -63,6 +63,9 @@ __device__ inline void loadTile(RowPtr const& rowPtr, Dst const& dst, int chunk0
         }
     };
     if constexpr (kUnroll) {
+        // Lets the compiler see each copy's row as tid's first row plus a constant, so that
+        // row-dependent choices (the run of a paged tile) resolve at compile time.
+        __builtin_assume(tid >= 0 && tid < kNThreads);
         auto const t = static_cast<unsigned>(tid);  // unsigned: the divisions by kChunks stay shifts
 #pragma unroll
         for (int base = 0; base < kPerThread; base += kBatch)

@@ -105,6 +105,27 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                     return [=](int r) -> char const* { return r < rows && base != nullptr ? base + r * stride : nullptr; };
                 };
                 copy(rowsOf(false), rowsOf(true));
+            } else if constexpr (kElemBytes == 2 && kBlockN / 16 <= 4 && Tile::kNThreads % (kHeadDim / 8) == 0 &&
+                                 Tile::kNThreads % (kDv / 8) == 0) {
+                // Pages hold 16 tokens or more, so the tile is runs of 16 rows, each in one
+                // page: one page-table read a run. A run's start is clamped to the last key (a
+                // read in bounds) so that no branch sits in the unrolled copies; its rows past
+                // Lk read as zeros. The run of each copy is known at compile time only where a
+                // thread's rows are a fixed step apart (the chunks of a row divide the CTA);
+                // 128-key tiles and FP8 (dequantised through registers) keep one read a row:
+                // the runs' addresses for K and V raised their spills.
+                constexpr int kRuns = kBlockN / 16;
+                int64_t const stride = kv.runStride();
+                auto rowsOf = [&](bool isV) {
+                    char const* run[kRuns];
+#pragma unroll
+                    for (int q = 0; q < kRuns; ++q) run[q] = kv.row(isV, min(j0 + 16 * q, seq.lk - 1));
+                    return [=](int r) -> char const* {
+                        char const* a = run[r / 16];
+                        return j0 + r < seq.lk && a != nullptr ? a + (r % 16) * stride : nullptr;
+                    };
+                };
+                copy(rowsOf(false), rowsOf(true));
             } else {
                 // A row's address is formed even past Lk (from the last key: a page-table read
                 // in bounds), so that no branch sits in the unrolled copies.
