@@ -167,15 +167,16 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
         // address arithmetic overlaps the tensor cores.
         auto chunk = [&](int n, int st, int h, bool masked) {
             int const j0 = n * kBlockN + h * kSubN;
-            if (kLean && masked && (j0 >= warpKeyEnd || j0 + kSubN <= warpKeyBegin)) {
-                if (h == 0 && n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
-                return;
-            }
+            // One copy of the load code serves both paths (a second one cost ~400 instructions
+            // of loop body at D=256).
+            bool const dead = kLean && masked && (j0 >= warpKeyEnd || j0 + kSubN <= warpKeyBegin);
             float s[kMT][kNT][4];
-            gemmQK<Compute, Mma, kMT, kHeadDim, kSubN, Tile::kStrideQK>(
-                sQ + warp * Tile::kWarpRows * Tile::kStrideQK, sK + st * Tile::kSmemK + h * kSubN * Tile::kStrideQK,
-                lane, s);
+            if (!dead)
+                gemmQK<Compute, Mma, kMT, kHeadDim, kSubN, Tile::kStrideQK>(
+                    sQ + warp * Tile::kWarpRows * Tile::kStrideQK,
+                    sK + st * Tile::kSmemK + h * kSubN * Tile::kStrideQK, lane, s);
             if (h == 0 && n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
+            if (dead) return;
             auto applyMask = [&](auto withBidir) {
 #pragma unroll
                 for (int r = 0; r < kRows; ++r) {
