@@ -41,17 +41,14 @@ struct MaskPolicy {
         hasBidir = p.bidirBegin != nullptr;
         bidirBegin = hasBidir ? p.bidirBegin + static_cast<int64_t>(b) * p.seqLenQ : nullptr;
         bidirEnd = hasBidir ? p.bidirEnd + static_cast<int64_t>(b) * p.seqLenQ : nullptr;
-        int64_t const off64 = off, window64 = window;
-        int64_t lo = 0, hi = lk;  // keys [lo, hi) some row of the block may see
-        int64_t fullHi = lk;      // keys below this are visible to every row (causal part)
-        int64_t fullLo = 0;       // keys at or above this are visible to every row (window part)
+        int64_t lo, hi;  // keys [lo, hi) some row of the block may see
+        causalKeys(m0, m1, &lo, &hi);
+        int64_t fullHi = lk;  // keys below this are visible to every row (causal part)
+        int64_t fullLo = 0;   // keys at or above this are visible to every row (window part)
         if (causal) {
-            hi = min(hi, static_cast<int64_t>(m1) - 1 + off64 + 1);
+            int64_t const off64 = off, window64 = window;
             fullHi = min(fullHi, static_cast<int64_t>(m0) + off64 + 1);
-            if (window != INT32_MAX) {
-                lo = max(lo, static_cast<int64_t>(m0) + off64 - window64);
-                fullLo = max(fullLo, static_cast<int64_t>(m1) - 1 + off64 - window64);
-            }
+            if (window != INT32_MAX) fullLo = max(fullLo, static_cast<int64_t>(m1) - 1 + off64 - window64);
         }
         if (bidirLo <= bidirHi) {
             lo = min(lo, max(bidirLo, int64_t{0}));
@@ -66,6 +63,17 @@ struct MaskPolicy {
         nUnmaskedHiEnd = fullHi <= 0 ? 0 : static_cast<int32_t>(fullHi / kBlockN);
         nUnmaskedLoBegin = static_cast<int32_t>((fullLo + kBlockN - 1) / kBlockN);
         if (hasBidir) nUnmaskedHiEnd = 0;
+    }
+
+    // Keys [*lo, *hi) that some row of [i0, i1) may see through Lk and the causal/window
+    // bounds (bidirectional blocks aside); i0 < i1.
+    __device__ void causalKeys(int32_t i0, int32_t i1, int64_t* lo, int64_t* hi) const {
+        *lo = 0;
+        *hi = lk;
+        if (causal) {
+            *hi = min(*hi, static_cast<int64_t>(i1) - 1 + off + 1);
+            if (window != INT32_MAX) *lo = max(*lo, static_cast<int64_t>(i0) + off - window);
+        }
     }
 
     __device__ bool empty() const { return nBlockMax <= nBlockMin; }
@@ -104,9 +112,10 @@ struct MaskPolicy {
         }
         return r;
     }
+    // Bitwise, not short-circuit: no branches in the unrolled tile loops.
+    __device__ static bool allowedCausal(Row const& r, int32_t j) { return (j >= r.lo) & (j <= r.hi); }
     __device__ static bool allowed(Row const& r, int32_t j) {
-        // Bitwise, not short-circuit: no branches in the unrolled tile loops.
-        return ((j >= r.lo) & (j <= r.hi)) | ((j >= r.bLo) & (j <= r.bHi));
+        return allowedCausal(r, j) | ((j >= r.bLo) & (j <= r.bHi));
     }
 };
 

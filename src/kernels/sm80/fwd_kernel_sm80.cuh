@@ -150,17 +150,15 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
         bool const skipOn = p.skipFactor > 0.0F && p.skipFactor < static_cast<float>(seq.lk);
         float const skipLog2 = skipOn ? log2f(p.skipFactor / static_cast<float>(seq.lk)) : 0.0F;
 
-        // Keys outside [warpKeyBegin, warpKeyEnd) are visible to no row of this warp (the
-        // causal limit of its last row, the window of its first, Lk; bidirectional blocks
-        // aside): a masked chunk entirely outside is skipped by the whole warp.
-        int32_t warpKeyBegin = INT32_MIN, warpKeyEnd = seq.lk;
-        if (warpRows == 0) {
-            warpKeyEnd = INT32_MIN;
-        } else if (p.causal && !mask.hasBidir) {
-            int64_t const off = seq.offset();
-            warpKeyEnd = static_cast<int32_t>(min(static_cast<int64_t>(seq.lk), warpRow0 + warpRows + off));
-            if (p.window != INT32_MAX)
-                warpKeyBegin = static_cast<int32_t>(max(static_cast<int64_t>(INT32_MIN), warpRow0 + off - p.window));
+        // Keys outside [warpKeyBegin, warpKeyEnd) are visible to no row of this warp
+        // (bidirectional blocks aside): a masked chunk entirely outside is skipped by the
+        // whole warp. A warp without rows sees nothing. Both bounds lie in [0, Lk].
+        int32_t warpKeyBegin = 0, warpKeyEnd = 0;
+        if (warpRows > 0) {
+            int64_t lo = 0, hi = seq.lk;
+            if (!mask.hasBidir) mask.causalKeys(warpRow0, warpRow0 + warpRows, &lo, &hi);
+            warpKeyBegin = static_cast<int32_t>(lo);
+            warpKeyEnd = static_cast<int32_t>(hi);
         }
         // Keys [j0, j0 + kSubN) of the tile in stage st: chunk h of tile n. The first chunk
         // of a tile issues the next tile's loads after its Q.K^T MMAs, so that their
@@ -189,7 +187,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                         for (int e = 0; e < 2; ++e) {
                             int32_t const j = j0 + nt * 8 + 2 * t + e;
                             bool const ok = decltype(withBidir)::value ? MaskPolicy<kBlockN>::allowed(rm, j)
-                                                                       : (j >= rm.lo) & (j <= rm.hi);
+                                                                       : MaskPolicy<kBlockN>::allowedCausal(rm, j);
                             if (!ok) s[mt][nt][2 * half + e] = -INFINITY;
                         }
                 }
