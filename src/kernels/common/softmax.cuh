@@ -77,6 +77,49 @@ struct OnlineSoftmax {
         }
     }
 
+    // update() for the rows of one warp, which decide together: the reference max (rowMax)
+    // moves only when some row's tile max exceeds it by more than kSlackLog2 (base-2 units).
+    // Otherwise the probabilities reach at most 2^kSlackLog2 (256 at most, in range for FP16
+    // and BF16) and the output needs no rescale. rowMax then lags the running max by up to
+    // kSlackLog2, so rowNegligible() skips only tiles that the exact running max would skip
+    // too. Returns whether the warp's rescale holds anything but 1.
+    template <int kSlackLog2, int kCols>
+    __device__ bool updateWarp(float (&s)[kRows][kCols], float const (&tileRowMax)[kRows], float scaleLog2,
+                               float (&rescale)[kRows]) {
+        static_assert(kSlackLog2 >= 0 && kSlackLog2 <= 8, "probabilities must stay in FP16/BF16 range");
+        if constexpr (kSlackLog2 == 0) {  // the exact running max (deciding first spilled more at D=64)
+            update(s, tileRowMax, scaleLog2, rescale);
+            bool moved = false;
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) moved = moved || rescale[r] != 1.0F;
+            return __any_sync(0xffffffffu, moved);
+        }
+        bool grow = false;
+#pragma unroll
+        for (int r = 0; r < kRows; ++r)  // -inf reference, finite tile max: +inf; both -inf: NaN
+            grow = grow || (tileRowMax[r] - rowMax[r]) * scaleLog2 > static_cast<float>(kSlackLog2);
+        bool const move = __any_sync(0xffffffffu, grow);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+            rescale[r] = 1.0F;
+            if (move) {
+                float const mNew = fmaxf(rowMax[r], tileRowMax[r]);
+                rescale[r] = rowMax[r] == -INFINITY ? 0.0F : fastExp2((rowMax[r] - mNew) * scaleLog2);
+                rowMax[r] = mNew;
+            }
+            // A row that has seen no key yet keeps max -inf; use 0 so that -inf - -inf never appears.
+            float const mRef = rowMax[r] == -INFINITY ? 0.0F : rowMax[r] * scaleLog2;
+            float sum = 0.0F;
+#pragma unroll
+            for (int c = 0; c < kCols; ++c) {
+                s[r][c] = fastExp2(fmaf(s[r][c], scaleLog2, -mRef));
+                sum += s[r][c];
+            }
+            rowSum[r] = rowSum[r] * rescale[r] + sum;
+        }
+        return move;
+    }
+
     // Final row sums across the quad; returns 1/sum (0 for a row with no key) and the LSE
     // in natural log units (-inf for a row with no key).
     __device__ void finalize(float scale, float (&invSum)[kRows], float (&lse)[kRows]) {

@@ -31,9 +31,13 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
     constexpr int kMT = Tile::kMTiles, kRows = 2 * kMT;  // m16 tiles per warp; rows per thread
     constexpr int kSubN = Tile::kSubN;                   // keys per compute chunk
     constexpr int kNT = kSubN / 8;                       // n-tiles of 8 keys in a chunk
-    // Chunks of 32 keys take the warp-level chunk skip and the causal-only element mask;
-    // at D=64 (128-key chunks) they raised ptxas's spills from 72 to 132 bytes.
-    constexpr bool kLean = kSubN <= 32;
+    // Tiles of two 32-key chunks (D=80..128) take the warp-level chunk skip, the causal-only
+    // element mask and a softmax reference max that lags the running max by up to 8 (base 2),
+    // which spares most output rescales. At D=64 (128-key chunks) the first two raised ptxas's
+    // spills from 72 to 132 bytes, the third from 56 to 116; at D=256 (one 32-key chunk a
+    // tile) they cost 9% on the H200.
+    constexpr bool kLean = kSubN <= 32 && kBlockN > kSubN;
+    constexpr int kSlackLog2 = kLean ? 8 : 0;
 
     extern __shared__ __align__(16) unsigned char smemRaw[];
     Compute* sQ = reinterpret_cast<Compute*>(smemRaw);
@@ -218,7 +222,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             }
             if (!skip) {
                 float rescale[kRows];
-                softmax.update(sr, tileMax, p.scaleLog2, rescale);
+                bool const moved = softmax.template updateWarp<kSlackLog2>(sr, tileMax, p.scaleLog2, rescale);
 #pragma unroll
                 for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -226,11 +230,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
 #pragma unroll
                         for (int e = 0; e < 4; ++e) s[mt][nt][e] = sr[2 * mt + e / 2][nt * 2 + (e & 1)];
                 packP<ET, kMT, kSubN>(s, pa);
-                // A rescale of 1 for every row of the warp (no row max moved) changes nothing.
-                bool moved = false;
-#pragma unroll
-                for (int r = 0; r < kRows; ++r) moved = moved || rescale[r] != 1.0F;
-                if (__any_sync(0xffffffffu, moved)) {
+                if (moved) {  // warp-uniform; rare once the first chunks have set the reference
 #pragma unroll
                     for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
