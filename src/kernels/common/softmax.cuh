@@ -55,6 +55,18 @@ struct OnlineSoftmax {
         return (tileRowMax - rowMax[r]) * scaleLog2 < thresholdLog2;
     }
 
+    // One row's scores to probabilities exp2(s * scaleLog2 - mRef); returns their sum.
+    template <int kCols>
+    __device__ static float exponentiate(float (&row)[kCols], float scaleLog2, float mRef) {
+        float sum = 0.0F;
+#pragma unroll
+        for (int c = 0; c < kCols; ++c) {
+            row[c] = fastExp2(fmaf(row[c], scaleLog2, -mRef));
+            sum += row[c];
+        }
+        return sum;
+    }
+
     // Turns s into unnormalised probabilities and returns, per row, the factor the running
     // output must be multiplied by.
     template <int kCols>
@@ -67,13 +79,7 @@ struct OnlineSoftmax {
             float const mRef = mNew == -INFINITY ? 0.0F : mNew * scaleLog2;
             rescale[r] = rowMax[r] == -INFINITY ? 0.0F : fastExp2(rowMax[r] * scaleLog2 - mRef);
             rowMax[r] = mNew;
-            float sum = 0.0F;
-#pragma unroll
-            for (int c = 0; c < kCols; ++c) {
-                s[r][c] = fastExp2(fmaf(s[r][c], scaleLog2, -mRef));
-                sum += s[r][c];
-            }
-            rowSum[r] = rowSum[r] * rescale[r] + sum;
+            rowSum[r] = rowSum[r] * rescale[r] + exponentiate(s[r], scaleLog2, mRef);
         }
     }
 
@@ -109,13 +115,7 @@ struct OnlineSoftmax {
             }
             // A row that has seen no key yet keeps max -inf; use 0 so that -inf - -inf never appears.
             float const mRef = rowMax[r] == -INFINITY ? 0.0F : rowMax[r] * scaleLog2;
-            float sum = 0.0F;
-#pragma unroll
-            for (int c = 0; c < kCols; ++c) {
-                s[r][c] = fastExp2(fmaf(s[r][c], scaleLog2, -mRef));
-                sum += s[r][c];
-            }
-            rowSum[r] = rowSum[r] * rescale[r] + sum;
+            rowSum[r] = rowSum[r] * rescale[r] + exponentiate(s[r], scaleLog2, mRef);
         }
         return move;
     }
