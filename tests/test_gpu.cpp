@@ -89,28 +89,28 @@ INSTANTIATE_TEST_SUITE_P(Long, KernelVsReference, ::testing::ValuesIn(longCases(
 // sweep, by less than 2^8 between chunks (the portable kernel's softmax reference then lags
 // it, probabilities above 1) and by more (the reference moves mid-sequence).
 std::vector<Case> wideScoreCases() {
-    std::vector<Case> v;
-    v.reserve(12);  // wide() hands out references into v
-    auto wide = [&](std::string name, Mode m, int d, float range, DataType t) -> Case& {
+    auto wide = [](std::string name, Mode m, int d, float range, DataType t) {
         Case c = edge("wide_" + name + "_" + dtypeTag(t) + "_d" + std::to_string(d) + "_r" +
                           std::to_string(static_cast<int>(range)),
                       m, d, {300}, {2300}, 4, 2);
         c.spec.dtype = t;
         c.spec.valueRange = range;
-        v.push_back(c);
-        return v.back();
+        return c;
     };
+    std::vector<Case> v;
     for (int d : {64, 80, 128, 256})
-        for (float range : {3.0F, 8.0F}) wide("llm", Mode::kLlm, d, range, DataType::kHALF);
-    wide("llm", Mode::kLlm, 128, 8.0F, DataType::kBF16);
-    wide("llm", Mode::kLlm, 128, 8.0F, DataType::kFP8);
-    Case& p = wide("paged_noncausal_p16", Mode::kPaged, 128, 8.0F, DataType::kHALF);
+        for (float range : {3.0F, 8.0F}) v.push_back(wide("llm", Mode::kLlm, d, range, DataType::kHALF));
+    v.push_back(wide("llm", Mode::kLlm, 128, 8.0F, DataType::kBF16));
+    v.push_back(wide("llm", Mode::kLlm, 128, 8.0F, DataType::kFP8));
+    Case p = wide("paged_noncausal_p16", Mode::kPaged, 128, 8.0F, DataType::kHALF);
     p.spec.pageSize = 16;
     p.spec.causal = false;
-    Case& w = wide("vit", Mode::kVit, 96, 8.0F, DataType::kHALF);
+    v.push_back(p);
+    Case w = wide("vit", Mode::kVit, 96, 8.0F, DataType::kHALF);
     w.spec.lq = {700, 1500};
     w.spec.lk = w.spec.lq;
     w.spec.numKVHeads = 4;
+    v.push_back(w);
     return v;
 }
 INSTANTIATE_TEST_SUITE_P(WideScores, KernelVsReference, ::testing::ValuesIn(wideScoreCases()), caseName);
