@@ -168,7 +168,8 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
         // of a tile issues the next tile's loads after its Q.K^T MMAs, so that their
         // address arithmetic overlaps the tensor cores (after the first chunk's, or before
         // any MMA: about 1% slower at D=128 on the H200).
-        auto chunk = [&](int n, int st, int h, bool masked) {
+        auto chunk = [&](int n, int st, int h, auto maskedArg) {
+            bool const masked = maskedArg;  // a constant where the caller passes a std::bool_constant
             int const j0 = n * kBlockN + h * kSubN;
             // One copy of the load code serves both paths (a second one cost ~900 instructions
             // of loop body at D=128 paged).
@@ -247,14 +248,27 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                     pa, sV + st * Tile::kSmemV + h * kSubN * Tile::kStrideV, lane, o);
             }
         };
-        auto step = [&](int n, int st, bool masked) {
+        auto step = [&](int n, int st, auto masked) {
             cute::cp_async_wait<0>();
             __syncthreads();  // tile n landed in stage st; every warp is done with the other stage
 #pragma unroll
             for (int h = 0; h < kBlockN / kSubN; ++h) chunk(n, st, h, masked);
         };
 
-        for (int n = mask.nBlockMax - 1, st = 0; n >= mask.nBlockMin; --n, st ^= 1) step(n, st, mask.tileNeedsMask(n));
+        for (int n = mask.nBlockMax - 1, st = 0; n >= mask.nBlockMin; --n, st ^= 1) {
+            // Two-chunk tiles get a body for masked tiles and one without any mask code: no
+            // spill reload left in either body at D=128, and +3-4% on the H200's D=128 rows
+            // of 4k-8k keys, but -5% at S=512 causal (40% of its tiles masked; a smaller
+            // masked body did not win it back). At D=64 the second copy spilled 204 bytes.
+            if constexpr (kLean) {
+                if (mask.tileNeedsMask(n))
+                    step(n, st, std::true_type{});
+                else
+                    step(n, st, std::false_type{});
+            } else {
+                step(n, st, mask.tileNeedsMask(n));
+            }
+        }
         __syncthreads();  // the epilogue reuses Q's shared memory
     }
 
