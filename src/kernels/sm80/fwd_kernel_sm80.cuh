@@ -256,8 +256,8 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
         };
 
         for (int n = mask.nBlockMax - 1, st = 0; n >= mask.nBlockMin; --n, st ^= 1) {
-            // Two-chunk tiles get a body for masked tiles and one without any mask code: no
-            // spill reload left in either body at D=128, and +3-4% on the H200's D=128 rows
+            // Two-chunk tiles get a body for masked tiles and one without any mask code (at
+            // D=128: 3 spill reloads a tile instead of 17), +3-4% on the H200's D=128 rows
             // of 4k-8k keys, but -5% at S=512 causal, where 40% of the tiles are masked and
             // both bodies outgrow the instruction cache (ncu: warps waiting for instructions
             // rose 5x). At D=64 the second copy spilled 204 bytes.
