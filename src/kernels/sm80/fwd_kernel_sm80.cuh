@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
 
         // Keys outside [warpKeyBegin, warpKeyEnd) are visible to no row of this warp
         // (bidirectional blocks aside): a masked chunk entirely outside is skipped by the
-        // whole warp. A warp without rows sees nothing. Both bounds lie in [0, Lk].
+        // whole warp. A warp without rows sees nothing; the end is <= 0 where none sees a key.
         int32_t warpKeyBegin = 0, warpKeyEnd = 0;
         if (warpRows > 0) {
             int64_t lo = 0, hi = seq.lk;
