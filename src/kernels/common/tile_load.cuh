@@ -80,71 +80,47 @@ __device__ inline void loadTile(RowPtr const& rowPtr, Dst const& dst, int chunk0
     }
 }
 
-// loadTile() for a tile made of runs of kRunRows rows: row r at runBase(r / kRunRows) +
-// (r % kRunRows) * stride. Rows [rows, kRows) and runs with a null base read as zeros.
-// 16-bit elements take a path with one 64-bit add a copy: a thread keeps one chunk column
-// and steps down its rows, whose runs are known at compile time (loadTile's per-copy row
-// address cost ~17 instructions a copy at D=128). FP8 goes through loadTile().
-template <class Elem, int kRows, int kRunRows, int kChunks, int kNThreads, class RunBase, class Dst>
-__device__ inline void loadRuns(RunBase const& runBase, int64_t stride, int rows, Dst const& dst, int chunk0,
-                                int validChunks, void const* fallback, int tid) {
-    static_assert(kRows % kRunRows == 0, "whole runs per tile");
-    constexpr int kRuns = kRows / kRunRows;
+// loadTile() for a tile whose rows are one run: row r at base + r * stride; rows [rows,
+// kRows) and a null base read as zeros. 16-bit elements take a path with one 64-bit add a
+// copy: a thread keeps one chunk column and steps down its rows (loadTile's per-copy row
+// address costs ~17 instructions a copy at D=128). FP8 goes through loadTile().
+template <class Elem, int kRows, int kChunks, int kNThreads, class Dst>
+__device__ inline void loadRun(char const* base, int64_t stride, int rows, Dst const& dst, int chunk0,
+                               int validChunks, void const* fallback, int tid) {
     if constexpr (ElemTraits<Elem>::kBytes != 2) {
-        char const* base[kRuns];
-#pragma unroll
-        for (int q = 0; q < kRuns; ++q) base[q] = runBase(q);
         loadTile<Elem, kRows, kChunks, kNThreads, true>(
-            [&](int r) -> char const* {
-                char const* a = base[r / kRunRows];
-                return r < rows && a != nullptr ? a + (r % kRunRows) * stride : nullptr;
-            },
-            dst, chunk0, validChunks, fallback, tid);
+            [=](int r) -> char const* { return r < rows && base != nullptr ? base + r * stride : nullptr; }, dst,
+            chunk0, validChunks, fallback, tid);
     } else {
         // Lanes per row: kChunks rounded up to a power of two (lanes past kChunks idle).
         constexpr int kLanes = kChunks <= 1 ? 1 : 1 << (32 - __builtin_clz(kChunks - 1));
         static_assert(kNThreads % kLanes == 0, "whole rows per pass");
         constexpr int kStep = kNThreads / kLanes;  // rows per pass
-        static_assert(kRunRows % kStep == 0, "whole passes per run");
-        constexpr int kPerRun = kRunRows / kStep;  // copies per run and thread
+        static_assert(kRows % kStep == 0, "whole passes per tile");
         __builtin_assume(tid >= 0 && tid < kNThreads);
         int const c = tid % kLanes, r0 = tid / kLanes;
         if (kChunks != kLanes && c >= kChunks) return;
         int const gc = chunk0 + c;
-        bool const colOk = gc < validChunks;
-        int64_t const offset = r0 * stride + gc * 16;  // this thread's first byte in a run
-        char const* base[kRuns];
-#pragma unroll
-        for (int q = 0; q < kRuns; ++q) base[q] = runBase(q);
+        bool const ok = base != nullptr && gc < validChunks;
+        // Zero-filling copies read nothing; they are handed a valid address all the same.
+        char const* src = ok ? base + r0 * stride + gc * 16 : static_cast<char const*>(fallback);
         if (rows >= kRows) {  // every row valid: all tiles but the one holding Lk's end
+            int64_t const step = ok ? kStep * stride : 0;
 #pragma unroll
-            for (int q = 0; q < kRuns; ++q) {
-                bool const ok = colOk && base[q] != nullptr;
-                // Zero-filling copies read nothing; they are handed a valid address all the same.
-                char const* src = ok ? base[q] + offset : static_cast<char const*>(fallback);
-                int64_t const step = ok ? kStep * stride : 0;
-#pragma unroll
-                for (int i = 0; i < kPerRun; ++i) {
-                    cute::SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<cute::uint128_t>::copy(
-                        *reinterpret_cast<cute::uint128_t const*>(src),
-                        *reinterpret_cast<cute::uint128_t*>(dst(r0 + q * kRunRows + i * kStep, c)), ok);
-                    src += step;
-                }
+            for (int i = 0; i < kRows / kStep; ++i) {
+                cute::SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<cute::uint128_t>::copy(
+                    *reinterpret_cast<cute::uint128_t const*>(src),
+                    *reinterpret_cast<cute::uint128_t*>(dst(r0 + i * kStep, c)), ok);
+                src += step;
             }
         } else {
 #pragma unroll
-            for (int q = 0; q < kRuns; ++q) {
-                bool const ok = colOk && base[q] != nullptr;
-                char const* src = ok ? base[q] + offset : static_cast<char const*>(fallback);
-#pragma unroll
-                for (int i = 0; i < kPerRun; ++i) {
-                    int const r = r0 + q * kRunRows + i * kStep;
-                    bool const valid = ok && r < rows;
-                    cute::SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<cute::uint128_t>::copy(
-                        *reinterpret_cast<cute::uint128_t const*>(valid ? src : static_cast<char const*>(fallback)),
-                        *reinterpret_cast<cute::uint128_t*>(dst(r, c)), valid);
-                    if (valid) src += kStep * stride;
-                }
+            for (int i = 0; i < kRows / kStep; ++i) {
+                bool const valid = ok && r0 + i * kStep < rows;
+                cute::SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<cute::uint128_t>::copy(
+                    *reinterpret_cast<cute::uint128_t const*>(valid ? src : static_cast<char const*>(fallback)),
+                    *reinterpret_cast<cute::uint128_t*>(dst(r0 + i * kStep, c)), valid);
+                if (valid) src += kStep * stride;
             }
         }
     }

@@ -103,26 +103,34 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             int const j0 = n * kBlockN;
             int const rows = seq.lk - j0;
             int64_t const stride = kv.runStride();
-            // Runs of kRun rows with a fixed stride: K and V through loadRuns().
-            auto runs = [&](auto runRows, auto const& runBase) {
-                constexpr int kRun = decltype(runRows)::value;
-                loadRuns<Elem, kBlockN, kRun, kHeadDim / 8, Tile::kNThreads>(
-                    [&](int q) { return runBase(false, q); }, stride, rows,
-                    [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; }, 0, D / 8, p.k, tid);
-                loadRuns<Elem, kBlockN, kRun, kDv / 8, Tile::kNThreads>(
-                    [&](int q) { return runBase(true, q); }, stride, rows,
-                    [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; }, vSplit * kDv / 8, D / 8, p.k, tid);
-            };
             if (kv.runCovers(kBlockN)) {  // the tile is one run (strided, or pages >= the tile)
-                runs(std::integral_constant<int, kBlockN>{}, [&](bool isV, int) { return kv.row(isV, j0); });
-            } else if constexpr (kElemBytes == 2 && kBlockN / 16 <= 4) {
+                loadRun<Elem, kBlockN, kHeadDim / 8, Tile::kNThreads>(
+                    kv.row(false, j0), stride, rows, [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; }, 0,
+                    D / 8, p.k, tid);
+                loadRun<Elem, kBlockN, kDv / 8, Tile::kNThreads>(
+                    kv.row(true, j0), stride, rows, [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; },
+                    vSplit * kDv / 8, D / 8, p.k, tid);
+            } else if constexpr (kElemBytes == 2 && kBlockN / 16 <= 4 && Tile::kNThreads % (kHeadDim / 8) == 0 &&
+                                 Tile::kNThreads % (kDv / 8) == 0) {
                 // Pages hold 16 tokens or more, so the tile is runs of 16 rows, each in one
                 // page: one page-table read a run. A run's start is clamped to the last key (a
-                // read in bounds); its rows past Lk read as zeros. 128-key tiles and FP8
-                // (dequantised through registers) keep one read a row: the runs' addresses for
-                // K and V raised their spills.
-                runs(std::integral_constant<int, 16>{},
-                     [&](bool isV, int q) { return kv.row(isV, min(j0 + 16 * q, seq.lk - 1)); });
+                // read in bounds) so that no branch sits in the unrolled copies; its rows past
+                // Lk read as zeros. The run of each copy is known at compile time only where a
+                // thread's rows are a fixed step apart (the chunks of a row divide the CTA);
+                // 128-key tiles and FP8 (dequantised through registers) keep one read a row:
+                // the runs' addresses for K and V raised their spills. (Runs of 16 through a
+                // loadRun() per run: -6% at page 16, H200.)
+                constexpr int kRuns = kBlockN / 16;
+                auto rowsOf = [&](bool isV) {
+                    char const* run[kRuns];
+#pragma unroll
+                    for (int q = 0; q < kRuns; ++q) run[q] = kv.row(isV, min(j0 + 16 * q, seq.lk - 1));
+                    return [=](int r) -> char const* {
+                        char const* a = run[r / 16];
+                        return j0 + r < seq.lk && a != nullptr ? a + (r % 16) * stride : nullptr;
+                    };
+                };
+                copy(rowsOf(false), rowsOf(true));
             } else {
                 // A row's address is formed even past Lk (from the last key: a page-table read
                 // in bounds), so that no branch sits in the unrolled copies.
