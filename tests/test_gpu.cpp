@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <utility>
 
 #include <cuda_runtime_api.h>
 
@@ -362,15 +363,19 @@ TEST(Capture, RunIsCapturablePreflightIsNot) {
 // leads outside the buffers; compute-sanitizer checks that claim on this test.
 TEST(Robustness, MalformedDeviceDataStaysInBounds) {
     FMHA_REQUIRE_GPU();
-    Case c = edge("bad", Mode::kPaged, 64, {40}, {300}, 2, 2);
-    c.spec.pageSize = 32;
-    harness::HostProblem p = harness::makeProblem(c.spec);
-    p.cuKV = {5, 1 << 30};  // Lk far beyond the capacity
-    for (size_t i = 0; i < p.pageTable.size(); ++i)
-        p.pageTable[i] = (i % 3 == 0) ? -7 : (i % 3 == 1 ? p.numPages + 100 : p.pageTable[i]);
     harness::GpuResult gpu;
     std::string err;
-    EXPECT_TRUE(harness::runGpu(p, &gpu, &err)) << err;
+    // Page sizes below, at and above the portable kernels' 64-key tiles (per-row, per-run
+    // and per-tile page reads).
+    for (auto [d, page] : {std::pair{64, 32}, std::pair{128, 16}, std::pair{128, 128}}) {
+        Case c = edge("bad", Mode::kPaged, d, {40}, {300}, 2, 2);
+        c.spec.pageSize = page;
+        harness::HostProblem p = harness::makeProblem(c.spec);
+        p.cuKV = {5, 1 << 30};  // Lk far beyond the capacity
+        for (size_t i = 0; i < p.pageTable.size(); ++i)
+            p.pageTable[i] = (i % 3 == 0) ? -7 : (i % 3 == 1 ? p.numPages + 100 : p.pageTable[i]);
+        EXPECT_TRUE(harness::runGpu(p, &gpu, &err)) << "D=" << d << " page " << page << ": " << err;
+    }
     harness::HostProblem r = harness::makeProblem(edge("badr", Mode::kPagedRagged, 64, {40, 20}, {300, 40}, 2, 2).spec);
     r.cuQ = {0, 1 << 29, -5};  // starts and ends outside the packed buffer
     EXPECT_TRUE(harness::runGpu(r, &gpu, &err)) << err;
