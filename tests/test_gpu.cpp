@@ -365,8 +365,9 @@ TEST(Robustness, MalformedDeviceDataStaysInBounds) {
     FMHA_REQUIRE_GPU();
     harness::GpuResult gpu;
     std::string err;
-    // Page sizes below, at and above the portable kernels' 64-key tiles (per-row, per-run
-    // and per-tile page reads).
+    // Each page-read path of the portable kernels: pages smaller than the tile at D=64
+    // (128-key tiles: one read a row) and at D=128 (64-key tiles: one read a 16-row run),
+    // and pages larger than the tile (one read a tile).
     for (auto [d, page] : {std::pair{64, 32}, std::pair{128, 16}, std::pair{128, 128}}) {
         Case c = edge("bad", Mode::kPaged, d, {40}, {300}, 2, 2);
         c.spec.pageSize = page;
