@@ -51,8 +51,10 @@ struct KvAddress<KvAddressing::kPaged, kElemBytes> {
         pageLog2 = p.pageSizeLog2;
         numPages = p.numPages;
     }
-    __device__ char const* row(bool isV, int32_t j) const {
-        int32_t const page = pages[(isV ? maxPages : 0) + (j >> pageLog2)];
+    __device__ char const* row(bool isV, int32_t j) const { return pageRow(pages[pageSlot(isV, j)], j); }
+    // The page-table entry of key j, and key j's row given that entry (read ahead of time).
+    __device__ int32_t pageSlot(bool isV, int32_t j) const { return (isV ? maxPages : 0) + (j >> pageLog2); }
+    __device__ char const* pageRow(int32_t page, int32_t j) const {
         if (page < 0 || page >= numPages) return nullptr;
         int64_t const token = (static_cast<int64_t>(page) << pageLog2) + (j & ((1 << pageLog2) - 1));
         return base + token * tokenBytes;

@@ -126,4 +126,36 @@ __device__ inline void loadRun(char const* base, int64_t stride, int rows, Dst c
     }
 }
 
+// loadRun() for a tile of kRuns runs of kRows / kRuns rows each: run q's row i at
+// bases[q] + i * stride (a null base reads as zeros); tile rows [rows, kRows) read as zeros.
+// 16-bit elements only; a run must be whole passes of the CTA's rows.
+template <class Elem, int kRows, int kRuns, int kChunks, int kNThreads, class Dst>
+__device__ inline void loadRuns(char const* const (&bases)[kRuns], int64_t stride, int rows, Dst const& dst,
+                                int chunk0, int validChunks, void const* fallback, int tid) {
+    static_assert(ElemTraits<Elem>::kBytes == 2, "16-bit elements");
+    constexpr int kLanes = kChunks <= 1 ? 1 : 1 << (32 - __builtin_clz(kChunks - 1));
+    static_assert(kNThreads % kLanes == 0, "whole rows per pass");
+    constexpr int kStep = kNThreads / kLanes;
+    constexpr int kRunRows = kRows / kRuns;
+    static_assert(kRunRows % kStep == 0, "whole passes per run");
+    __builtin_assume(tid >= 0 && tid < kNThreads);
+    int const c = tid % kLanes, r0 = tid / kLanes;
+    if (kChunks != kLanes && c >= kChunks) return;
+    int const gc = chunk0 + c;
+    int64_t const off = r0 * stride + gc * 16;
+#pragma unroll
+    for (int q = 0; q < kRuns; ++q) {
+        bool const ok = bases[q] != nullptr && gc < validChunks;
+        char const* src = bases[q] + off;
+#pragma unroll
+        for (int i = 0; i < kRunRows / kStep; ++i) {
+            bool const valid = ok && q * kRunRows + r0 + i * kStep < rows;
+            cute::SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<cute::uint128_t>::copy(
+                *reinterpret_cast<cute::uint128_t const*>(valid ? src : static_cast<char const*>(fallback)),
+                *reinterpret_cast<cute::uint128_t*>(dst(q * kRunRows + r0 + i * kStep, c)), valid);
+            src += kStep * stride;
+        }
+    }
+}
+
 }  // namespace fmha

@@ -89,7 +89,31 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             return m0 + r < seq.lq ? qBase + r * rowStride * kElemBytes : nullptr;
         };
         KvAddress<kKv, kElemBytes> const kv(p, seq, b, hkv);
-        // Tile n's K and V into stage st, one cp.async group. Rows past Lk read as zeros.
+        constexpr bool kPagedKv = kKv == KvAddressing::kPaged;
+        constexpr int kIds = Tile::kPageIds / 2;  // page ids a tile, K's then V's
+        // Paged KV: tile n's page ids, copied into shared memory with tile n + 1's K/V (one
+        // tile ahead), so that issuing tile n's copies waits on no page-table read.
+        int* const sIds = sBidir + 8;
+        auto copyIds = [&](int n) {
+            if constexpr (kPagedKv) {
+                if (tid < Tile::kPageIds) {
+                    int const isV = tid / kIds, q = tid % kIds;
+                    int32_t const* src = kv.pages + kv.pageSlot(isV, min(n * kBlockN + 16 * q, seq.lk - 1));
+                    cute::SM80_CP_ASYNC_CACHEALWAYS<uint32_t>::copy(
+                        *reinterpret_cast<uint32_t const*>(src),
+                        *reinterpret_cast<uint32_t*>(sIds + (n & 1) * Tile::kPageIds + tid));
+                }
+            }
+        };
+        // Tile n's K/V row address: key j0 + r of run q (16 keys). Past Lk, anything in bounds.
+        auto runRow = [&](bool isV, int n, int q, int j) -> char const* {
+            if constexpr (kPagedKv)
+                return kv.pageRow(sIds[(n & 1) * Tile::kPageIds + (isV ? kIds : 0) + q], j);
+            else
+                return kv.row(isV, j);
+        };
+        // Tile n's K and V into stage st, one cp.async group (with tile n - 1's page ids).
+        // Rows past Lk read as zeros.
         auto loadKV = [&](int n, int st) {
             Compute* k = sK + st * Tile::kSmemK;
             Compute* v = sV + st * Tile::kSmemV;
@@ -100,43 +124,48 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                     vRow, [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; }, vSplit * kDv / 8, D / 8,
                     p.k, tid);
             };
+            if (n > mask.nBlockMin) copyIds(n - 1);
             int const j0 = n * kBlockN;
             int const rows = seq.lk - j0;
             int64_t const stride = kv.runStride();
             if (kv.runCovers(kBlockN)) {  // the tile is one run (strided, or pages >= the tile)
                 loadRun<Elem, kBlockN, kHeadDim / 8, Tile::kNThreads>(
-                    kv.row(false, j0), stride, rows, [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; }, 0,
-                    D / 8, p.k, tid);
+                    runRow(false, n, 0, j0), stride, rows,
+                    [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; }, 0, D / 8, p.k, tid);
                 loadRun<Elem, kBlockN, kDv / 8, Tile::kNThreads>(
-                    kv.row(true, j0), stride, rows, [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; },
-                    vSplit * kDv / 8, D / 8, p.k, tid);
+                    runRow(true, n, 0, j0), stride, rows,
+                    [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; }, vSplit * kDv / 8, D / 8, p.k, tid);
             } else if constexpr (kElemBytes == 2 && kBlockN / 16 <= 4 && Tile::kNThreads % (kHeadDim / 8) == 0 &&
                                  Tile::kNThreads % (kDv / 8) == 0) {
-                // Pages hold 16 tokens or more, so the tile is runs of 16 rows, each in one
-                // page: one page-table read a run. A run's start is clamped to the last key (a
-                // read in bounds) so that no branch sits in the unrolled copies; its rows past
-                // Lk read as zeros. The run of each copy is known at compile time only where a
-                // thread's rows are a fixed step apart (the chunks of a row divide the CTA);
-                // 128-key tiles and FP8 (dequantised through registers) keep one read a row:
-                // the runs' addresses for K and V raised their spills. (Runs of 16 through a
-                // loadRun() per run: -6% at page 16, H200.)
+                // Pages of 16 tokens or more: the tile is runs of 16 rows, each in one page. A
+                // run's start is clamped to the last key (an address in bounds) so that no
+                // branch sits in the unrolled copies; its rows past Lk read as zeros. The run
+                // of each copy is known at compile time only where a thread's rows are a fixed
+                // step apart (the chunks of a row divide the CTA); 128-key tiles and FP8
+                // (dequantised through registers) keep one address a row: the runs'
+                // addresses for K and V raised their spills. (Runs of 16 through a loadRun()
+                // per run: -6% at page 16, H200.)
                 constexpr int kRuns = kBlockN / 16;
-                auto rowsOf = [&](bool isV) {
-                    char const* run[kRuns];
+                char const* kRun[kRuns];
+                char const* vRun[kRuns];
 #pragma unroll
-                    for (int q = 0; q < kRuns; ++q) run[q] = kv.row(isV, min(j0 + 16 * q, seq.lk - 1));
-                    return [=](int r) -> char const* {
-                        char const* a = run[r / 16];
-                        return j0 + r < seq.lk && a != nullptr ? a + (r % 16) * stride : nullptr;
-                    };
-                };
-                copy(rowsOf(false), rowsOf(true));
+                for (int q = 0; q < kRuns; ++q) {
+                    int const j = min(j0 + 16 * q, seq.lk - 1);
+                    kRun[q] = runRow(false, n, q, j);
+                    vRun[q] = runRow(true, n, q, j);
+                }
+                loadRuns<Elem, kBlockN, kRuns, kHeadDim / 8, Tile::kNThreads>(
+                    kRun, stride, rows, [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; }, 0, D / 8, p.k,
+                    tid);
+                loadRuns<Elem, kBlockN, kRuns, kDv / 8, Tile::kNThreads>(
+                    vRun, stride, rows, [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; },
+                    vSplit * kDv / 8, D / 8, p.k, tid);
             } else {
-                // A row's address is formed even past Lk (from the last key: a page-table read
-                // in bounds), so that no branch sits in the unrolled copies.
+                // A row's address is formed even past Lk (from the last key), so that no
+                // branch sits in the unrolled copies.
                 auto rowsOf = [&](bool isV) {
                     return [&, isV](int r) -> char const* {
-                        char const* a = kv.row(isV, min(j0 + r, seq.lk - 1));
+                        char const* a = runRow(isV, n, r / 16, min(j0 + r, seq.lk - 1));
                         return j0 + r < seq.lk ? a : nullptr;
                     };
                 };
@@ -146,8 +175,17 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
         };
 
         auto dstQ = [&](int r, int c) { return sQ + r * Tile::kStrideQK + c * 8; };
-        loadTile<Elem, kBlockM, kHeadDim / 8, Tile::kNThreads>(qRow, dstQ, 0, D / 8, p.q, tid);
-        loadKV(mask.nBlockMax - 1, 0);  // one group with Q
+        if constexpr (kPagedKv) {  // the first tile's page ids, then Q's copies while they land
+            copyIds(mask.nBlockMax - 1);
+            cute::cp_async_fence();
+            loadTile<Elem, kBlockM, kHeadDim / 8, Tile::kNThreads>(qRow, dstQ, 0, D / 8, p.q, tid);
+            cute::cp_async_fence();
+            cute::cp_async_wait<1>();
+            __syncthreads();
+        } else {
+            loadTile<Elem, kBlockM, kHeadDim / 8, Tile::kNThreads>(qRow, dstQ, 0, D / 8, p.q, tid);
+        }
+        loadKV(mask.nBlockMax - 1, 0);  // one group with Q (strided KV)
 
         // Per-row mask data, fixed for the whole loop; rows past Lq allow nothing.
         // Thread row r is warp row (r / 2) * 16 + g + 8 * (r % 2).
@@ -250,13 +288,20 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             }
         };
         auto step = [&](int n, int st, auto masked) {
-            cute::cp_async_wait<0>();
-            __syncthreads();  // tile n landed in stage st; every warp is done with the other stage
 #pragma unroll
             for (int h = 0; h < kBlockN / kSubN; ++h) chunk(n, st, h, masked);
         };
 
         for (int n = mask.nBlockMax - 1, st = 0; n >= mask.nBlockMin; --n, st ^= 1) {
+            cute::cp_async_wait<0>();
+            __syncthreads();  // tile n landed in stage st; every warp is done with the other stage
+            // A warp without query rows (the tile's last warps where Lq is short) only loads:
+            // at Lq = 64 half the CTA's MMAs would be on padding. Its branch comes after the
+            // one barrier every warp shares. (At D=64 it doubled ptxas's spills.)
+            if (kLean && warpRows == 0) {
+                if (n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
+                continue;
+            }
             // Two-chunk tiles get a body for masked tiles and one without any mask code (at
             // D=128: 3 spill reloads a tile instead of 17), +3-4% on the H200's D=128 rows
             // of 4k-8k keys, but -5% at S=512 causal, where 40% of the tiles are masked and

@@ -46,7 +46,11 @@ struct TileSm80 {
     static constexpr int kSmemQ = kBlockM * kStrideQK;  // elements
     static constexpr int kSmemK = kBlockN * kStrideQK;  // one stage
     static constexpr int kSmemV = kBlockN * kStrideV;
-    static constexpr int kSmemBytes = (kSmemQ + kStages * (kSmemK + kSmemV)) * 2 + 2 * 16;  // + bidir bounds
+    // Paged KV: the page ids of a tile, one per 16 keys (pages hold 16 tokens or more), K's
+    // then V's, read one tile ahead into one of two buffers.
+    static constexpr int kPageIds = 2 * (kBlockN / 16);
+    static constexpr int kSmemBytes =
+        (kSmemQ + kStages * (kSmemK + kSmemV)) * 2 + 2 * 16 + 2 * kPageIds * 4;  // + bidir bounds, page ids
 };
 
 }  // namespace fmha::sm80
