@@ -287,20 +287,28 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                     pa, sV + st * Tile::kSmemV + h * kSubN * Tile::kStrideV, lane, o);
             }
         };
+        // A paged tile's warps without query rows (the tile's last warps where a chunk of
+        // queries is short) only load: at Lq = 64 half the CTA's MMAs would be on padding.
+        // Their branch comes after the one barrier every warp shares. Paged only: in the
+        // contiguous-KV kernels the branch cost the dense D=128 rows 3% (H200).
+        constexpr bool kIdleWarps = kLean && kPagedKv;
+        auto tileLanded = [] {  // tile n landed in its stage; every warp is done with the other stage
+            cute::cp_async_wait<0>();
+            __syncthreads();
+        };
         auto step = [&](int n, int st, auto masked) {
+            if constexpr (!kIdleWarps) tileLanded();
 #pragma unroll
             for (int h = 0; h < kBlockN / kSubN; ++h) chunk(n, st, h, masked);
         };
 
         for (int n = mask.nBlockMax - 1, st = 0; n >= mask.nBlockMin; --n, st ^= 1) {
-            cute::cp_async_wait<0>();
-            __syncthreads();  // tile n landed in stage st; every warp is done with the other stage
-            // A warp without query rows (the tile's last warps where Lq is short) only loads:
-            // at Lq = 64 half the CTA's MMAs would be on padding. Its branch comes after the
-            // one barrier every warp shares. (At D=64 it doubled ptxas's spills.)
-            if (kLean && warpRows == 0) {
-                if (n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
-                continue;
+            if constexpr (kIdleWarps) {
+                tileLanded();
+                if (warpRows == 0) {  // (at D=64 this branch doubled ptxas's spills)
+                    if (n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
+                    continue;
+                }
             }
             // Two-chunk tiles get a body for masked tiles and one without any mask code (at
             // D=128: 3 spill reloads a tile instead of 17), +3-4% on the H200's D=128 rows
