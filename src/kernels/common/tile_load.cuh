@@ -127,33 +127,44 @@ __device__ inline void loadRun(char const* base, int64_t stride, int rows, Dst c
 }
 
 // loadRun() for a tile of kRuns runs of kRows / kRuns rows each: run q's row i at
-// bases[q] + i * stride (a null base reads as zeros); tile rows [rows, kRows) read as zeros.
-// 16-bit elements only; a run must be whole passes of the CTA's rows.
-template <class Elem, int kRows, int kRuns, int kChunks, int kNThreads, class Dst>
-__device__ inline void loadRuns(char const* const (&bases)[kRuns], int64_t stride, int rows, Dst const& dst,
-                                int chunk0, int validChunks, void const* fallback, int tid) {
+// baseOf(q) + i * stride (a null base reads as zeros); tile rows [rows, kRows) read as zeros.
+// Each run is copied by its own kNThreads / kRuns threads, so that a thread forms one run
+// address (with kRuns = the CTA's warps, a warp-uniform one). 16-bit elements only.
+template <class Elem, int kRows, int kRuns, int kChunks, int kNThreads, class BaseOf, class Dst>
+__device__ inline void loadRuns(BaseOf const& baseOf, int64_t stride, int rows, Dst const& dst, int chunk0,
+                                int validChunks, void const* fallback, int tid) {
     static_assert(ElemTraits<Elem>::kBytes == 2, "16-bit elements");
     constexpr int kLanes = kChunks <= 1 ? 1 : 1 << (32 - __builtin_clz(kChunks - 1));
-    static_assert(kNThreads % kLanes == 0, "whole rows per pass");
-    constexpr int kStep = kNThreads / kLanes;
+    constexpr int kRunThreads = kNThreads / kRuns;
+    static_assert(kNThreads % kRuns == 0 && kRunThreads % kLanes == 0, "whole rows per pass of a run");
+    constexpr int kStep = kRunThreads / kLanes;  // rows per pass
     constexpr int kRunRows = kRows / kRuns;
     static_assert(kRunRows % kStep == 0, "whole passes per run");
     __builtin_assume(tid >= 0 && tid < kNThreads);
-    int const c = tid % kLanes, r0 = tid / kLanes;
+    int const q = tid / kRunThreads, c = tid % kLanes;
     if (kChunks != kLanes && c >= kChunks) return;
+    int const r0 = q * kRunRows + (tid % kRunThreads) / kLanes;  // the thread's first tile row
     int const gc = chunk0 + c;
-    int64_t const off = r0 * stride + gc * 16;
-#pragma unroll
-    for (int q = 0; q < kRuns; ++q) {
-        bool const ok = bases[q] != nullptr && gc < validChunks;
-        char const* src = bases[q] + off;
+    char const* const base = baseOf(q);
+    bool const ok = base != nullptr && gc < validChunks;
+    char const* src = ok ? base + (r0 - q * kRunRows) * stride + gc * 16 : static_cast<char const*>(fallback);
+    if (rows >= kRows) {  // every row valid: all tiles but the one holding Lk's end
+        int64_t const step = ok ? kStep * stride : 0;
 #pragma unroll
         for (int i = 0; i < kRunRows / kStep; ++i) {
-            bool const valid = ok && q * kRunRows + r0 + i * kStep < rows;
+            cute::SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<cute::uint128_t>::copy(
+                *reinterpret_cast<cute::uint128_t const*>(src),
+                *reinterpret_cast<cute::uint128_t*>(dst(r0 + i * kStep, c)), ok);
+            src += step;
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < kRunRows / kStep; ++i) {
+            bool const valid = ok && r0 + i * kStep < rows;
             cute::SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<cute::uint128_t>::copy(
                 *reinterpret_cast<cute::uint128_t const*>(valid ? src : static_cast<char const*>(fallback)),
-                *reinterpret_cast<cute::uint128_t*>(dst(q * kRunRows + r0 + i * kStep, c)), valid);
-            src += kStep * stride;
+                *reinterpret_cast<cute::uint128_t*>(dst(r0 + i * kStep, c)), valid);
+            if (valid) src += kStep * stride;
         }
     }
 }

@@ -146,19 +146,14 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                 // addresses for K and V raised their spills. (Runs of 16 through a loadRun()
                 // per run: -6% at page 16, H200.)
                 constexpr int kRuns = kBlockN / 16;
-                char const* kRun[kRuns];
-                char const* vRun[kRuns];
-#pragma unroll
-                for (int q = 0; q < kRuns; ++q) {
-                    int const j = min(j0 + 16 * q, seq.lk - 1);
-                    kRun[q] = runRow(false, n, q, j);
-                    vRun[q] = runRow(true, n, q, j);
-                }
+                auto runBase = [&](bool isV) {
+                    return [&, isV](int q) { return runRow(isV, n, q, min(j0 + 16 * q, seq.lk - 1)); };
+                };
                 loadRuns<Elem, kBlockN, kRuns, kHeadDim / 8, Tile::kNThreads>(
-                    kRun, stride, rows, [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; }, 0, D / 8, p.k,
-                    tid);
+                    runBase(false), stride, rows, [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; }, 0,
+                    D / 8, p.k, tid);
                 loadRuns<Elem, kBlockN, kRuns, kDv / 8, Tile::kNThreads>(
-                    vRun, stride, rows, [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; },
+                    runBase(true), stride, rows, [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; },
                     vSplit * kDv / 8, D / 8, p.k, tid);
             } else {
                 // A row's address is formed even past Lk (from the last key), so that no
