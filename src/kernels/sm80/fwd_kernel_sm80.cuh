@@ -137,14 +137,13 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                     [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; }, vSplit * kDv / 8, D / 8, p.k, tid);
             } else if constexpr (kElemBytes == 2 && kBlockN / 16 <= 4 && Tile::kNThreads % (kHeadDim / 8) == 0 &&
                                  Tile::kNThreads % (kDv / 8) == 0) {
-                // Pages of 16 tokens or more: the tile is runs of 16 rows, each in one page. A
-                // run's start is clamped to the last key (an address in bounds) so that no
-                // branch sits in the unrolled copies; its rows past Lk read as zeros. The run
-                // of each copy is known at compile time only where a thread's rows are a fixed
-                // step apart (the chunks of a row divide the CTA); 128-key tiles and FP8
-                // (dequantised through registers) keep one address a row: the runs'
-                // addresses for K and V raised their spills. (Runs of 16 through a loadRun()
-                // per run: -6% at page 16, H200.)
+                // Pages of 16 tokens or more: the tile is runs of 16 rows, each in one page,
+                // each run copied by a warp of its own (one page id and one address a thread).
+                // A run's start is clamped to the last key (an address in bounds); its rows
+                // past Lk read as zeros. 128-key tiles, rows whose chunks do not divide the CTA
+                // and FP8 (dequantised through registers) keep one address a row. (On the
+                // H200 at page 16: every thread forming every run's address, 8% slower; one
+                // loadRun() per run, -6%.)
                 constexpr int kRuns = kBlockN / 16;
                 auto runBase = [&](bool isV) {
                     return [&, isV](int q) { return runRow(isV, n, q, min(j0 + 16 * q, seq.lk - 1)); };
