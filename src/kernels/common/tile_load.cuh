@@ -80,56 +80,12 @@ __device__ inline void loadTile(RowPtr const& rowPtr, Dst const& dst, int chunk0
     }
 }
 
-// loadTile() for a tile whose rows are one run: row r at base + r * stride; rows [rows,
-// kRows) and a null base read as zeros. 16-bit elements take a path with one 64-bit add a
-// copy: a thread keeps one chunk column and steps down its rows (loadTile's per-copy row
-// address costs ~17 instructions a copy at D=128). FP8 goes through loadTile().
-template <class Elem, int kRows, int kChunks, int kNThreads, class Dst>
-__device__ inline void loadRun(char const* base, int64_t stride, int rows, Dst const& dst, int chunk0,
-                               int validChunks, void const* fallback, int tid) {
-    if constexpr (ElemTraits<Elem>::kBytes != 2) {
-        loadTile<Elem, kRows, kChunks, kNThreads, true>(
-            [=](int r) -> char const* { return r < rows && base != nullptr ? base + r * stride : nullptr; }, dst,
-            chunk0, validChunks, fallback, tid);
-    } else {
-        // Lanes per row: kChunks rounded up to a power of two (lanes past kChunks idle).
-        constexpr int kLanes = kChunks <= 1 ? 1 : 1 << (32 - __builtin_clz(kChunks - 1));
-        static_assert(kNThreads % kLanes == 0, "whole rows per pass");
-        constexpr int kStep = kNThreads / kLanes;  // rows per pass
-        static_assert(kRows % kStep == 0, "whole passes per tile");
-        __builtin_assume(tid >= 0 && tid < kNThreads);
-        int const c = tid % kLanes, r0 = tid / kLanes;
-        if (kChunks != kLanes && c >= kChunks) return;
-        int const gc = chunk0 + c;
-        bool const ok = base != nullptr && gc < validChunks;
-        // Zero-filling copies read nothing; they are handed a valid address all the same.
-        char const* src = ok ? base + r0 * stride + gc * 16 : static_cast<char const*>(fallback);
-        if (rows >= kRows) {  // every row valid: all tiles but the one holding Lk's end
-            int64_t const step = ok ? kStep * stride : 0;
-#pragma unroll
-            for (int i = 0; i < kRows / kStep; ++i) {
-                cute::SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<cute::uint128_t>::copy(
-                    *reinterpret_cast<cute::uint128_t const*>(src),
-                    *reinterpret_cast<cute::uint128_t*>(dst(r0 + i * kStep, c)), ok);
-                src += step;
-            }
-        } else {
-#pragma unroll
-            for (int i = 0; i < kRows / kStep; ++i) {
-                bool const valid = ok && r0 + i * kStep < rows;
-                cute::SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<cute::uint128_t>::copy(
-                    *reinterpret_cast<cute::uint128_t const*>(valid ? src : static_cast<char const*>(fallback)),
-                    *reinterpret_cast<cute::uint128_t*>(dst(r0 + i * kStep, c)), valid);
-                if (valid) src += kStep * stride;
-            }
-        }
-    }
-}
-
-// loadRun() for a tile of kRuns runs of kRows / kRuns rows each: run q's row i at
+// A tile of 16-bit elements in kRuns runs of kRows / kRuns rows each: run q's row i at
 // baseOf(q) + i * stride (a null base reads as zeros); tile rows [rows, kRows) read as zeros.
 // Each run is copied by its own kNThreads / kRuns threads, so that a thread forms one run
-// address (with kRuns = the CTA's warps, a warp-uniform one). 16-bit elements only.
+// address (with kRuns = the CTA's warps, a warp-uniform one); a thread keeps one 16-byte
+// column and steps down its rows, one 64-bit add a copy (loadTile's per-copy row address
+// costs ~17 instructions a copy at D=128).
 template <class Elem, int kRows, int kRuns, int kChunks, int kNThreads, class BaseOf, class Dst>
 __device__ inline void loadRuns(BaseOf const& baseOf, int64_t stride, int rows, Dst const& dst, int chunk0,
                                 int validChunks, void const* fallback, int tid) {
@@ -142,11 +98,12 @@ __device__ inline void loadRuns(BaseOf const& baseOf, int64_t stride, int rows, 
     static_assert(kRunRows % kStep == 0, "whole passes per run");
     __builtin_assume(tid >= 0 && tid < kNThreads);
     int const q = tid / kRunThreads, c = tid % kLanes;
-    if (kChunks != kLanes && c >= kChunks) return;
     int const r0 = q * kRunRows + (tid % kRunThreads) / kLanes;  // the thread's first tile row
+    if (kChunks != kLanes && c >= kChunks) return;
     int const gc = chunk0 + c;
     char const* const base = baseOf(q);
     bool const ok = base != nullptr && gc < validChunks;
+    // Zero-filling copies read nothing; they are handed a valid address all the same.
     char const* src = ok ? base + (r0 - q * kRunRows) * stride + gc * 16 : static_cast<char const*>(fallback);
     if (rows >= kRows) {  // every row valid: all tiles but the one holding Lk's end
         int64_t const step = ok ? kStep * stride : 0;
@@ -166,6 +123,22 @@ __device__ inline void loadRuns(BaseOf const& baseOf, int64_t stride, int rows, 
                 *reinterpret_cast<cute::uint128_t*>(dst(r0 + i * kStep, c)), valid);
             if (valid) src += kStep * stride;
         }
+    }
+}
+
+// loadTile() for a tile whose rows are one run: row r at base + r * stride; rows [rows,
+// kRows) and a null base read as zeros. 16-bit elements go through loadRuns() (one run),
+// FP8 through loadTile().
+template <class Elem, int kRows, int kChunks, int kNThreads, class Dst>
+__device__ inline void loadRun(char const* base, int64_t stride, int rows, Dst const& dst, int chunk0,
+                               int validChunks, void const* fallback, int tid) {
+    if constexpr (ElemTraits<Elem>::kBytes != 2) {
+        loadTile<Elem, kRows, kChunks, kNThreads, true>(
+            [=](int r) -> char const* { return r < rows && base != nullptr ? base + r * stride : nullptr; }, dst,
+            chunk0, validChunks, fallback, tid);
+    } else {
+        loadRuns<Elem, kRows, 1, kChunks, kNThreads>([base](int) { return base; }, stride, rows, dst, chunk0,
+                                                     validChunks, fallback, tid);
     }
 }
 
