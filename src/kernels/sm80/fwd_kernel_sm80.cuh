@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
         };
         KvAddress<kKv, kElemBytes> const kv(p, seq, b, hkv);
         constexpr bool kPagedKv = kKv == KvAddressing::kPaged;
-        constexpr int kIds = Tile::kPageIds / 2;  // page ids a tile, K's then V's
+        constexpr int kIds = Tile::kPageIds / 2;  // page ids of a tile's K; as many of its V follow
         // Paged KV: tile n's page ids, copied into shared memory with tile n + 1's K/V (one
         // tile ahead), so that issuing tile n's copies waits on no page-table read.
         int* const sIds = sBidir + 8;
