@@ -4,10 +4,19 @@
 a Markdown table and a plot.
 
 usage: compare_sdpa.py OURS.json OUT.json [--md OUT.md] [--png OUT.png] [--iters N]
+                       [--rounds N --fmha BIN]
+
+With --rounds N (N > 1) each row is timed N times, ours and each backend in turn (ours in a
+fresh `BIN bench --row I` process, with the environment of this one, e.g. the kernel family),
+and keeps the medians over the rounds and every round's figures: a drift of the GPU's speed
+during the run then moves both sides of a ratio alike.
 """
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import tempfile
 
 import torch
 import torch.nn.functional as F
@@ -51,6 +60,25 @@ def sdpa_ms(row, backend, iters):
         return None
 
 
+def ours_round(fmha, row, iters):
+    """TFLOPS of one fresh `fmha bench --row` process on the row's sweep index."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "row.json")
+        cmd = [fmha, "bench", "--row", str(row["row"]), "--iters", str(iters), "--dtype", row["dtype"],
+               "--commit", row.get("commit", "unknown"), "--json", path]
+        if row.get("sweep") == "quick":
+            cmd.append("--quick")
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0 or not os.path.exists(path):
+            print(f"  ours, row {row['row']}: {cmd} failed ({done.returncode}): {done.stdout[-200:]}")
+            return None
+        again = json.load(open(path))[0]
+        same = ("mode", "head_dim", "heads", "kv_heads", "batch", "lq", "lk", "mask", "page_size")
+        if any(again[k] != row[k] for k in same):
+            raise SystemExit(f"row {row['row']} of the sweep is not the row of the input JSON")
+        return again["ours_tflops"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("ours")
@@ -58,16 +86,37 @@ def main():
     ap.add_argument("--md")
     ap.add_argument("--png")
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--fmha", help="the fmha binary that wrote OURS.json (needed with --rounds)")
     args = ap.parse_args()
+    if args.rounds > 1 and not args.fmha:
+        ap.error("--rounds needs --fmha")
     rows = json.load(open(args.ours))
     print(f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}")
+    backends = (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION))
     for r in rows:
-        for key, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
-            ms = sdpa_ms(r, backend, args.iters) if r["dtype"] in ("fp16", "bf16") else None
-            r[f"{key}_ms"] = ms
-            r[f"{key}_tflops"] = (r["flops"] / (ms * 1e-3) / 1e12) if ms else None
+        sdpa_ok = r["dtype"] in ("fp16", "bf16")
+        if args.rounds > 1:
+            r["rounds"] = {"ours_tflops": [], "cudnn_tflops": [], "fa2_tflops": []}
+            for _ in range(args.rounds):
+                r["rounds"]["ours_tflops"].append(ours_round(args.fmha, r, args.iters))
+                for key, backend in backends:
+                    ms = sdpa_ms(r, backend, args.iters) if sdpa_ok else None
+                    r["rounds"][f"{key}_tflops"].append((r["flops"] / (ms * 1e-3) / 1e12) if ms else None)
+            for key, series in r["rounds"].items():
+                got = [v for v in series if v is not None]
+                r[key] = statistics.median(got) if len(got) == len(series) else None
+                r[key.replace("tflops", "ms")] = r["flops"] / (r[key] * 1e12) * 1e3 if r[key] else None
+            print(f"  row {r['row']}: ours {r['rounds']['ours_tflops']} fa2 {r['rounds']['fa2_tflops']}")
+        else:
+            for key, backend in backends:
+                ms = sdpa_ms(r, backend, args.iters) if sdpa_ok else None
+                r[f"{key}_ms"] = ms
+                r[f"{key}_tflops"] = (r["flops"] / (ms * 1e-3) / 1e12) if ms else None
         r["ratio_vs_cudnn"] = (r["ours_tflops"] / r["cudnn_tflops"]) if r.get("cudnn_tflops") else None
         r["ratio_vs_fa2"] = (r["ours_tflops"] / r["fa2_tflops"]) if r.get("fa2_tflops") else None
+        if "rounds" in r and r["ratio_vs_fa2"] is not None:  # each round's ours / FA2
+            r["rounds"]["ratio_vs_fa2"] = [o / f for o, f in zip(r["rounds"]["ours_tflops"], r["rounds"]["fa2_tflops"])]
         r["torch"] = torch.__version__
         r["cudnn_version"] = torch.backends.cudnn.version()
     json.dump(rows, open(args.out, "w"), indent=1)
@@ -81,6 +130,12 @@ def main():
                      f"{r['lq']} | {r['lk']} | {r['mask']} | {r['page_size'] or '-'} | {fmt(r['ours_tflops'])} | "
                      f"{fmt(r['cudnn_tflops'])} | {fmt(r['fa2_tflops'])} | {fmt2(r['ratio_vs_cudnn'])} | "
                      f"{fmt2(r['ratio_vs_fa2'])} |")
+    if args.rounds > 1:
+        lines[0] += " ours/FA2 per round (min-max) |"
+        lines[1] += "---|"
+        for i, r in enumerate(rows):
+            per = r.get("rounds", {}).get("ratio_vs_fa2")
+            lines[i + 2] += f" {min(per):.2f}-{max(per):.2f} |" if per else " - |"
     table = "\n".join(lines)
     print(table)
     if args.md:

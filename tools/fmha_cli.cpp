@@ -291,6 +291,7 @@ std::string today() {
 struct BenchRow {
     ProblemSpec spec;
     std::string mask;
+    int index = 0;  // position in its sweep (what --row takes)
 };
 
 // The published sweep: B*S = 16k tokens, H*D = 2048, per head dim and mask; then GQA,
@@ -378,8 +379,10 @@ int cmdBench(Flags& f) {
     std::string const commit = f.str("commit", "unknown");
     DataType dtype = DataType::kHALF;
     if (!parseDtype(f.str("dtype", "fp16"), &dtype)) return 2;
-    std::vector<BenchRow> rows = benchSweep(f.has("quick"));
-    if (f.has("row")) {  // one row of the sweep (for a profiler)
+    bool const quick = f.has("quick");
+    std::vector<BenchRow> rows = benchSweep(quick);
+    for (size_t i = 0; i < rows.size(); ++i) rows[i].index = static_cast<int>(i);
+    if (f.has("row")) {  // one row of the sweep (for a profiler, or a re-timing round)
         int const row = f.integer("row", 0);
         if (!f.errors.empty() || row < 0 || static_cast<size_t>(row) >= rows.size()) {
             std::fprintf(stderr, "fmha bench: --row needs an index below %zu\n", rows.size());
@@ -421,7 +424,8 @@ int cmdBench(Flags& f) {
              << "\", \"page_size\": " << (paged ? r.spec.pageSize : 0) << ", \"ours_ms\": " << gpu.medianMs
              << ", \"ours_tflops\": " << tflops << ", \"flops\": " << harness::countFlops(p)
              << ", \"family\": \"" << gpu.family << "\", \"packed_heads\": " << gpu.packedHeads
-             << ", \"device\": \"" << dev.name << "\", \"date\": \"" << today()
+             << ", \"device\": \"" << dev.name << "\", \"sweep\": \"" << (quick ? "quick" : "full")
+             << "\", \"row\": " << r.index << ", \"date\": \"" << today()
              << "\", \"commit\": \"" << commit << "\"}";
     }
     json << "\n]\n";
