@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Adds PyTorch SDPA timings (cuDNN and FlashAttention-2 backends) to the rows written by
-`fmha bench --json`, measured in the same run on the same GPU, and writes the merged JSON,
-a Markdown table and a plot.
+`fmha bench --json`, measured in the same run on the same GPU and the same way (the row's
+`launches` per timed sample), and writes the merged JSON, a Markdown table and a plot.
 
 usage: compare_sdpa.py OURS.json OUT.json [--md OUT.md] [--png OUT.png] [--iters N]
                        [--rounds N --fmha BIN]
@@ -23,7 +23,9 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
-def time_ms(fn, iters):
+def time_ms(fn, iters, launches=1):
+    """Median ms of one launch, timed as `fmha bench` does: a sample is one launch between two
+    events, or `launches` back-to-back launches behind an untimed one (divided by the count)."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -31,11 +33,14 @@ def time_ms(fn, iters):
     for _ in range(iters):
         a = torch.cuda.Event(enable_timing=True)
         b = torch.cuda.Event(enable_timing=True)
+        if launches > 1:
+            fn()
         a.record()
-        fn()
+        for _ in range(launches):
+            fn()
         b.record()
         b.synchronize()
-        times.append(a.elapsed_time(b))
+        times.append(a.elapsed_time(b) / launches)
     return statistics.median(times)
 
 
@@ -54,7 +59,7 @@ def sdpa_ms(row, backend, iters):
         with sdpa_kernel([backend]):
             fn = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
             fn()
-            return time_ms(fn, iters)
+            return time_ms(fn, iters, row.get("launches", 1))
     except RuntimeError as e:  # the backend does not take this shape
         print(f"  {backend.name} cannot run {row['mode']} D={d} Lq={lq}: {str(e).splitlines()[0][:100]}")
         return None
@@ -65,7 +70,7 @@ def ours_round(fmha, row, iters):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "row.json")
         cmd = [fmha, "bench", "--row", str(row["row"]), "--iters", str(iters), "--dtype", row["dtype"],
-               "--commit", row.get("commit", "unknown"), "--json", path]
+               "--launches", str(row.get("launches", 1)), "--commit", row.get("commit", "unknown"), "--json", path]
         if row.get("sweep") == "quick":
             cmd.append("--quick")
         done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

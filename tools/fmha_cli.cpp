@@ -90,7 +90,9 @@ void usage() {
         "                [--batch N] [--heads N] [--kv-heads N] [--head-dim N] [--seq-q N] [--seq-kv N]\n"
         "                [--page-size N] [--window N] [--causal|--no-causal] [--bidirectional] [--skip S] [--seed N]\n"
         "                [--no-verify]   (CPU: time the reference alone, skip the naive cross-check)\n"
-        "       fmha bench [--quick] [--row I] [--json FILE] [--iters N] [--commit SHA]");
+        "       fmha bench [--quick] [--row I] [--json FILE] [--iters N] [--launches K] [--commit SHA]\n"
+        "                (--launches: K back-to-back launches a timed sample, default 10; 1 = one launch,\n"
+        "                 the host's launch gap included)");
 }
 
 int cmdInfo() {
@@ -375,6 +377,11 @@ int cmdBench(Flags& f) {
         return 1;
     }
     int const iters = f.integer("iters", 20);
+    int const launches = f.integer("launches", 10);
+    if (!f.errors.empty() || iters < 1 || launches < 1) {
+        std::fprintf(stderr, "fmha bench: --iters and --launches need a positive count\n");
+        return 2;
+    }
     std::string const jsonPath = f.str("json", "");
     std::string const commit = f.str("commit", "unknown");
     DataType dtype = DataType::kHALF;
@@ -404,7 +411,7 @@ int cmdBench(Flags& f) {
         HostProblem const p = harness::makeProblem(r.spec);
         harness::GpuResult gpu;
         std::string err;
-        if (!harness::runGpu(p, &gpu, &err, iters)) {
+        if (!harness::runGpu(p, &gpu, &err, iters, launches)) {
             std::printf("%-6s error: %s\n", modeName(r.spec.mode), err.c_str());
             ++failures;
             continue;
@@ -425,7 +432,7 @@ int cmdBench(Flags& f) {
              << ", \"ours_tflops\": " << tflops << ", \"flops\": " << harness::countFlops(p)
              << ", \"family\": \"" << gpu.family << "\", \"packed_heads\": " << gpu.packedHeads
              << ", \"device\": \"" << dev.name << "\", \"sweep\": \"" << (quick ? "quick" : "full")
-             << "\", \"row\": " << r.index << ", \"date\": \"" << today()
+             << "\", \"row\": " << r.index << ", \"launches\": " << launches << ", \"date\": \"" << today()
              << "\", \"commit\": \"" << commit << "\"}";
     }
     json << "\n]\n";

@@ -58,8 +58,13 @@ struct GpuResult {
 };
 
 // Runs the problem through the runner (poisoned output first). timingIters > 0 also times
-// that many launches after warm-up and reports the median. False with *error on failure.
-bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timingIters = 0);
+// that many samples after warm-up and reports the median time of one launch. A sample is one
+// launch between two events (launchesPerSample = 1: the host's launch gap included), or
+// launchesPerSample back-to-back launches behind one untimed launch, which keeps the GPU
+// busy while the host queues them (the gap hidden; the time divided by the count). False
+// with *error on failure.
+bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timingIters = 0,
+            int launchesPerSample = 1);
 
 bool runReference(HostProblem const& p, ref::Options const& opt, ref::Result* out, std::string* error);
 
