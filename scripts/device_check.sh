@@ -6,6 +6,7 @@
 # ncu profiles the quick-sweep rows named in NCU_ROWS (indices; default "1 5 13"), one
 # kernel launch each, with the Hopper family and (row 5) the portable one. ROUNDS=N (N > 1)
 # times every benchmark row N times, ours and SDPA in turn (compare_sdpa.py --rounds).
+# LAUNCHES=K sets the launches a timed sample (fmha bench --launches; SDPA follows the rows).
 set -u
 bin=${1:?binary folder}
 shift
@@ -20,6 +21,8 @@ limit=${STEP_LIMIT:-400}
 t() { timeout -k 5 "$limit" "$@"; }
 rounds=""
 [ "${ROUNDS:-1}" -gt 1 ] && rounds="--rounds $ROUNDS --fmha $bin/fmha"
+launches=""
+[ -n "${LAUNCHES:-}" ] && launches="--launches $LAUNCHES"
 # sanitize TOOL LOG FILTER: one compute-sanitizer tool over a subset of the GPU tests.
 sanitize() {
   t compute-sanitizer --tool "$1" --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 --gtest_filter="$3" \
@@ -89,13 +92,13 @@ for what in "$@"; do
     bench|quickbench)
       step "benchmark (default dispatch)"
       flag=""; [ "$what" = quickbench ] && flag="--quick"
-      t "$bin/fmha" bench $flag --commit "$commit" --json "$out/ours.json" | tee "$out/bench.log" || status=1
+      t "$bin/fmha" bench $flag $launches --commit "$commit" --json "$out/ours.json" | tee "$out/bench.log" || status=1
       python3 bench/compare_sdpa.py "$out/ours.json" "$out/bench.json" --md "$out/bench.md" --png "$out/bench.png" $rounds \
         2>&1 | tee -a "$out/bench.log" || status=1
       ;;
     portbench)
       step "benchmark (portable family, quick sweep)"
-      FMHA_KERNEL_FAMILY=portable t "$bin/fmha" bench --quick --commit "$commit" --json "$out/ours_portable.json" \
+      FMHA_KERNEL_FAMILY=portable t "$bin/fmha" bench --quick $launches --commit "$commit" --json "$out/ours_portable.json" \
         | tee "$out/bench_portable.log" || status=1
       FMHA_KERNEL_FAMILY=portable python3 bench/compare_sdpa.py "$out/ours_portable.json" "$out/bench_portable.json" \
         --md "$out/bench_portable.md" $rounds \
