@@ -27,24 +27,22 @@ __device__ inline void storeOutput(float const (&o)[kMT][kHeadDimV / 8][4], floa
                 *reinterpret_cast<uint32_t*>(sStage + (mt * 16 + g + 8 * r) * kStride + nt * 8 + 2 * t) = v;
             }
     __syncwarp();
+    auto copyOut = [&](int r, int c) {  // 8 elements of row r
+        *reinterpret_cast<uint4*>(gOut + rowOffset(r) + c * 8) =
+            *reinterpret_cast<uint4 const*>(sStage + r * kStride + c * 8);
+    };
     constexpr int kChunks = kHeadDimV / 8;
     if (cols == kHeadDimV) {  // every column: a copy's row and chunk by constant divisors
 #pragma unroll 1
         for (int i = 0; i < kMT * 16 * kChunks / 32; ++i) {
             unsigned const idx = static_cast<unsigned>(lane) + 32U * i;
             int const r = static_cast<int>(idx / kChunks), c = static_cast<int>(idx % kChunks);
-            if (r < rows)
-                *reinterpret_cast<uint4*>(gOut + rowOffset(r) + c * 8) =
-                    *reinterpret_cast<uint4 const*>(sStage + r * kStride + c * 8);
+            if (r < rows) copyOut(r, c);
         }
         return;
     }
     int const chunks = cols / 8;
-    for (int idx = lane; idx < rows * chunks; idx += 32) {
-        int const r = idx / chunks, c = idx % chunks;
-        *reinterpret_cast<uint4*>(gOut + rowOffset(r) + c * 8) =
-            *reinterpret_cast<uint4 const*>(sStage + r * kStride + c * 8);
-    }
+    for (int idx = lane; idx < rows * chunks; idx += 32) copyOut(idx / chunks, idx % chunks);
 }
 
 }  // namespace fmha
