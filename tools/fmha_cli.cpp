@@ -367,6 +367,22 @@ std::vector<BenchRow> benchSweep(bool quick) {
         v80.spec.headDim = 80;
         rows.push_back(v80);
     }
+    {  // D=96 (Phi-3-mini-like: 32 heads), causal prefill of 2 x 4k; and the same over 64-token pages
+        BenchRow r;
+        r.spec.mode = Mode::kLlm;
+        r.spec.numQHeads = r.spec.numKVHeads = 32;
+        r.spec.headDim = 96;
+        r.spec.lq.assign(2, 4096);
+        r.spec.lk.assign(2, 4096);
+        r.spec.withLse = false;
+        r.mask = "causal";
+        rows.push_back(r);
+        BenchRow pr = r;
+        pr.spec.mode = Mode::kPaged;
+        pr.spec.pageSize = 64;
+        pr.spec.sparepages = 0;
+        rows.push_back(pr);
+    }
     return rows;
 }
 

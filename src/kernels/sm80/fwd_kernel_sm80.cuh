@@ -31,12 +31,12 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
     constexpr int kMT = Tile::kMTiles, kRows = 2 * kMT;  // m16 tiles per warp; rows per thread
     constexpr int kSubN = Tile::kSubN;                   // keys per compute chunk
     constexpr int kNT = kSubN / 8;                       // n-tiles of 8 keys in a chunk
-    // Tiles of two 32-key chunks (D=80..128) take the warp-level chunk skip, the causal-only
-    // element mask and a softmax reference max that lags the running max by up to 8 (base 2),
-    // which spares most output rescales. At D=64 (128-key chunks) the first two raised ptxas's
+    // The 64-key tiles of D=80..128 take the warp-level chunk skip, the causal-only element
+    // mask and a softmax reference max that lags the running max by up to 8 (base 2), which
+    // spares most output rescales. At D=64 (128-key chunks) the first two raised ptxas's
     // spills from 72 to 132 bytes, the third from 56 to 116; at D=256 (one 32-key chunk a
     // tile) they cost 9% on the H200.
-    constexpr bool kLean = kSubN <= 32 && kBlockN > kSubN;
+    constexpr bool kLean = kBlockN == 64;
     constexpr int kSlackLog2 = kLean ? 8 : 0;
 
     extern __shared__ __align__(16) unsigned char smemRaw[];
@@ -211,7 +211,8 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
         // Keys [j0, j0 + kSubN) of the tile in stage st: chunk h of tile n. The last chunk
         // of a tile issues the next tile's loads after its Q.K^T MMAs, so that their
         // address arithmetic overlaps the tensor cores (after the first chunk's, or before
-        // any MMA: about 1% slower at D=128 on the H200).
+        // any MMA: about 1% slower at D=128 on the H200; at D=80, before the MMAs: -1%,
+        // after the P.V MMAs: -8%).
         auto chunk = [&](int n, int st, int h, auto maskedArg) {
             bool const masked = maskedArg;  // a constant where the caller passes a std::bool_constant
             int const j0 = n * kBlockN + h * kSubN;
@@ -292,41 +293,42 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                     pa, sV + st * Tile::kSmemV + h * kSubN * Tile::kStrideV, lane, o);
             }
         };
-        // A paged tile's warps without query rows (the tile's last warps where a chunk of
-        // queries is short) only load: at Lq = 64 half the CTA's MMAs would be on padding.
-        // Their branch comes after the one barrier every warp shares. Paged only: in the
-        // contiguous-KV kernels the branch cost the dense D=128 rows 3% (H200).
-        constexpr bool kIdleWarps = kLean && kPagedKv;
         auto tileLanded = [] {  // tile n landed in its stage; every warp is done with the other stage
             cute::cp_async_wait<0>();
             __syncthreads();
         };
         auto step = [&](int n, int st, auto masked) {
-            if constexpr (!kIdleWarps) tileLanded();
+            tileLanded();
 #pragma unroll
             for (int h = 0; h < kBlockN / kSubN; ++h) chunk(n, st, h, masked);
         };
-
-        for (int n = mask.nBlockMax - 1, st = 0; n >= mask.nBlockMin; --n, st ^= 1) {
-            if constexpr (kIdleWarps) {
+        // A paged tile's warps without query rows (the tile's last warps where a chunk of
+        // queries is short) only load, in a loop of their own with the same barriers: at
+        // Lq = 64 half the CTA's MMAs would be on padding. On the H200 this loop took the
+        // 64-query chunk row from 184 to 192 TFLOPS against a branch in the tile loop, and
+        // without load-only warps it ran at 166; the long paged rows read the same all three
+        // ways. Paged only: in the contiguous-KV kernels the branch cost the dense D=128 rows 3%.
+        constexpr bool kLoadOnlyWarps = kLean && kPagedKv;
+        if (kLoadOnlyWarps && warpRows == 0) {
+            for (int n = mask.nBlockMax - 1, st = 0; n >= mask.nBlockMin; --n, st ^= 1) {
                 tileLanded();
-                if (warpRows == 0) {  // (at D=64 this branch doubled ptxas's spills)
-                    if (n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
-                    continue;
-                }
+                if (n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
             }
-            // Two-chunk tiles get a body for masked tiles and one without any mask code (at
-            // D=128: 3 spill reloads a tile instead of 17), +3-4% on the H200's D=128 rows
-            // of 4k-8k keys, but -5% at S=512 causal, where 40% of the tiles are masked and
-            // both bodies outgrow the instruction cache (ncu: warps waiting for instructions
-            // rose 5x). At D=64 the second copy spilled 204 bytes.
-            if constexpr (kLean) {
-                if (mask.tileNeedsMask(n))
-                    step(n, st, std::true_type{});
-                else
-                    step(n, st, std::false_type{});
-            } else {
-                step(n, st, mask.tileNeedsMask(n));
+        } else {
+            for (int n = mask.nBlockMax - 1, st = 0; n >= mask.nBlockMin; --n, st ^= 1) {
+                // 64-key tiles get a body for masked tiles and one without any mask code (at
+                // D=128: 3 spill reloads a tile instead of 17), +3-4% on the H200's D=128 rows
+                // of 4k-8k keys, but -5% at S=512 causal, where 40% of the tiles are masked and
+                // both bodies outgrow the instruction cache (ncu: warps waiting for instructions
+                // rose 5x). At D=64 the second copy spilled 204 bytes.
+                if constexpr (kLean) {
+                    if (mask.tileNeedsMask(n))
+                        step(n, st, std::true_type{});
+                    else
+                        step(n, st, std::false_type{});
+                } else {
+                    step(n, st, mask.tileNeedsMask(n));
+                }
             }
         }
         __syncthreads();  // the epilogue reuses Q's shared memory

@@ -26,16 +26,17 @@ struct TileSm80 {
     static constexpr int kWarpRows = 16 * kMTiles;
     static constexpr int kBlockM = kWarpRows * kNWarps;
     // Keys per loaded K/V tile (one barrier and one cp.async wait each) and keys per
-    // compute chunk (one Q.K^T, softmax and P.V pass). Two m-tiles at D=80..128 hold
-    // 2 x (D/8) x 4 output accumulators (80-128 registers), so scores stay at 32 keys (32
-    // registers; 64-key scores spilled and timed no faster); loading 64 keys a tile and
-    // computing them as two unrolled 32-key chunks halves the barriers and gave +5% on the
-    // dense D=128 rows and +7% on the paged rows of the H200 (a rolled chunk loop: -3%).
-    // D=64 takes 128-key tiles computed whole (64 + 128 registers), 4-7% faster than 64.
-    // D=256/512: 32-key tiles keep Q + two K/V stages at two CTAs an SM (D=256) or within
-    // one SM's 227 KB (D=512).
+    // compute chunk (one Q.K^T, softmax and P.V pass). Two m-tiles hold 2 x (D/8) x 4
+    // output accumulators. D=80/96 (80-96 of them) compute their 64-key tiles whole (64
+    // score registers; ptxas spills nothing at D=80 FP16), +9% at D=80 on the H200 against
+    // two 32-key chunks. At D=128 (128 accumulators) 64 score registers spilled 104 bytes
+    // and timed no faster, so D=128 computes each 64-key tile as two unrolled 32-key chunks
+    // (loading 64 keys a tile halves the barriers: +5% on the dense rows and +7% on the paged
+    // rows of the H200 against 32-key tiles; a rolled chunk loop: -3%). D=64 takes 128-key
+    // tiles computed whole (64 + 128 registers), 4-7% faster than 64. D=256/512: 32-key
+    // tiles keep Q + two K/V stages at two CTAs an SM (D=256) or within one SM's 227 KB (D=512).
     static constexpr int kBlockN = kHeadDim <= 64 ? 128 : kHeadDim <= 128 ? 64 : 32;
-    static constexpr int kSubN = kHeadDim <= 64 ? 128 : 32;
+    static constexpr int kSubN = kHeadDim <= 64 ? 128 : kHeadDim <= 96 ? 64 : 32;
     static_assert(kBlockN % kSubN == 0, "whole chunks per tile");
     // K/V stages: the next tile's loads are in flight while this one computes (one barrier a tile).
     static constexpr int kStages = 2;
