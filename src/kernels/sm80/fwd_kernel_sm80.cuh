@@ -293,42 +293,45 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                     pa, sV + st * Tile::kSmemV + h * kSubN * Tile::kStrideV, lane, o);
             }
         };
+        // A paged tile's warps without query rows (the tile's last warps where a chunk of
+        // queries is short) only load: at Lq = 64 half the CTA's MMAs would be on padding
+        // (without load-only warps: 166 TFLOPS against 184 on the H200's 64-query chunk row).
+        // Their branch comes after the one barrier every warp shares: __syncthreads is an
+        // aligned barrier, which every thread of the CTA must reach at the same instruction
+        // (load-only warps in a loop of their own ran at 192, but synccheck reports the
+        // divergent barriers). Paged only: in the contiguous-KV kernels the branch cost the
+        // dense D=128 rows 3%.
+        constexpr bool kIdleWarps = kLean && kPagedKv;
         auto tileLanded = [] {  // tile n landed in its stage; every warp is done with the other stage
             cute::cp_async_wait<0>();
             __syncthreads();
         };
         auto step = [&](int n, int st, auto masked) {
-            tileLanded();
+            if constexpr (!kIdleWarps) tileLanded();
 #pragma unroll
             for (int h = 0; h < kBlockN / kSubN; ++h) chunk(n, st, h, masked);
         };
-        // A paged tile's warps without query rows (the tile's last warps where a chunk of
-        // queries is short) only load, in a loop of their own with the same barriers: at
-        // Lq = 64 half the CTA's MMAs would be on padding. On the H200 this loop took the
-        // 64-query chunk row from 184 to 192 TFLOPS against a branch in the tile loop, and
-        // without load-only warps it ran at 166; the long paged rows read the same all three
-        // ways. Paged only: in the contiguous-KV kernels the branch cost the dense D=128 rows 3%.
-        constexpr bool kLoadOnlyWarps = kLean && kPagedKv;
-        if (kLoadOnlyWarps && warpRows == 0) {
-            for (int n = mask.nBlockMax - 1, st = 0; n >= mask.nBlockMin; --n, st ^= 1) {
+
+        for (int n = mask.nBlockMax - 1, st = 0; n >= mask.nBlockMin; --n, st ^= 1) {
+            if constexpr (kIdleWarps) {
                 tileLanded();
-                if (n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
-            }
-        } else {
-            for (int n = mask.nBlockMax - 1, st = 0; n >= mask.nBlockMin; --n, st ^= 1) {
-                // 64-key tiles get a body for masked tiles and one without any mask code (at
-                // D=128: 3 spill reloads a tile instead of 17), +3-4% on the H200's D=128 rows
-                // of 4k-8k keys, but -5% at S=512 causal, where 40% of the tiles are masked and
-                // both bodies outgrow the instruction cache (ncu: warps waiting for instructions
-                // rose 5x). At D=64 the second copy spilled 204 bytes.
-                if constexpr (kLean) {
-                    if (mask.tileNeedsMask(n))
-                        step(n, st, std::true_type{});
-                    else
-                        step(n, st, std::false_type{});
-                } else {
-                    step(n, st, mask.tileNeedsMask(n));
+                if (warpRows == 0) {  // (at D=64 this branch doubled ptxas's spills)
+                    if (n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
+                    continue;
                 }
+            }
+            // 64-key tiles get a body for masked tiles and one without any mask code (at
+            // D=128: 3 spill reloads a tile instead of 17), +3-4% on the H200's D=128 rows
+            // of 4k-8k keys, but -5% at S=512 causal, where 40% of the tiles are masked and
+            // both bodies outgrow the instruction cache (ncu: warps waiting for instructions
+            // rose 5x). At D=64 the second copy spilled 204 bytes.
+            if constexpr (kLean) {
+                if (mask.tileNeedsMask(n))
+                    step(n, st, std::true_type{});
+                else
+                    step(n, st, std::false_type{});
+            } else {
+                step(n, st, mask.tileNeedsMask(n));
             }
         }
         __syncthreads();  // the epilogue reuses Q's shared memory
