@@ -297,92 +297,53 @@ struct BenchRow {
 };
 
 // The published sweep: B*S = 16k tokens, H*D = 2048, per head dim and mask; then GQA,
-// paged (page sizes) and ViT varlen rows.
+// paged (page sizes), chunked-prefill, ViT varlen and D=96 rows.
 std::vector<BenchRow> benchSweep(bool quick) {
-    std::vector<BenchRow> rows;
-    auto dense = [&](int d, bool causal, int s, int tokens) {
+    // B sequences of Lq queries over Lk keys, H / Hkv heads of dim D, no LSE.
+    auto row = [](Mode mode, int h, int hkv, int d, int b, int lq, int lk, char const* mask) {
         BenchRow r;
-        r.spec.mode = causal ? Mode::kLlm : Mode::kVit;
-        r.spec.numQHeads = r.spec.numKVHeads = 2048 / d;
+        r.spec.mode = mode;
+        r.spec.numQHeads = h;
+        r.spec.numKVHeads = hkv;
         r.spec.headDim = d;
-        int const b = std::max(1, tokens / s);
-        r.spec.lq.assign(b, s);
-        r.spec.lk.assign(b, s);
+        r.spec.lq.assign(b, lq);
+        r.spec.lk.assign(b, lk);
         r.spec.withLse = false;
-        r.mask = causal ? "causal" : "none";
-        rows.push_back(r);
+        r.mask = mask;
+        return r;
     };
+    auto overPages = [](BenchRow r, int page) {  // the same row over a paged cache, no spare pages
+        r.spec.mode = Mode::kPaged;
+        r.spec.pageSize = page;
+        r.spec.sparepages = 0;
+        return r;
+    };
+    std::vector<BenchRow> rows;
     std::vector<int> const seqs = quick ? std::vector<int>{512, 4096} : std::vector<int>{512, 2048, 4096, 16384};
     for (int d : {64, 128, 256})
         for (bool causal : {false, true})
-            for (int s : seqs) dense(d, causal, s, 16384);
-    {  // GQA chunked prefill: 32 query / 8 KV heads, D=128, causal, S=8k
-        BenchRow r;
-        r.spec.mode = Mode::kLlm;
-        r.spec.numQHeads = 32;
-        r.spec.numKVHeads = 8;
-        r.spec.headDim = 128;
-        r.spec.lq.assign(2, 8192);
-        r.spec.lk.assign(2, 8192);
-        r.spec.withLse = false;
-        r.mask = "causal";
-        rows.push_back(r);
-        for (int page : {16, 64, 128, 256}) {  // the same over a paged cache
-            BenchRow pr = r;
-            pr.spec.mode = Mode::kPaged;
-            pr.spec.pageSize = page;
-            pr.spec.sparepages = 0;
-            rows.push_back(pr);
-        }
-    }
+            for (int s : seqs)
+                rows.push_back(row(causal ? Mode::kLlm : Mode::kVit, 2048 / d, 2048 / d, d, std::max(1, 16384 / s), s,
+                                   s, causal ? "causal" : "none"));
+    // GQA chunked prefill: 32 query / 8 KV heads, D=128, causal, S=8k; the same over pages.
+    BenchRow const gqa = row(Mode::kLlm, 32, 8, 128, 2, 8192, 8192, "causal");
+    rows.push_back(gqa);
+    for (int page : {16, 64, 128, 256}) rows.push_back(overPages(gqa, page));
     // Chunked prefill over a paged cache: 16 sequences, each a chunk of 16 or 64 new queries
     // on an 8k context, 32/8 heads (pack GQA). Non-causal, so that SDPA (whose causal mask is
     // top-left aligned) runs the same pairs; a bottom-right causal mask changes < 1% of them.
     for (int chunk : {16, 64}) {
-        BenchRow r;
-        r.spec.mode = Mode::kPaged;
-        r.spec.numQHeads = 32;
-        r.spec.numKVHeads = 8;
-        r.spec.headDim = 128;
-        r.spec.lq.assign(16, chunk);
-        r.spec.lk.assign(16, 8192);
-        r.spec.pageSize = 128;
-        r.spec.sparepages = 0;
+        BenchRow r = overPages(row(Mode::kPaged, 32, 8, 128, 16, chunk, 8192, "none"), 128);
         r.spec.causal = false;
-        r.spec.withLse = false;
-        r.mask = "none";
         rows.push_back(r);
     }
-    {  // ViT varlen: 8 sequences of 1024, D=128, 16 heads; and dense at the same token count
-        BenchRow r;
-        r.spec.mode = Mode::kVit;
-        r.spec.numQHeads = r.spec.numKVHeads = 16;
-        r.spec.headDim = 128;
-        r.spec.lq.assign(8, 1024);
-        r.spec.lk.assign(8, 1024);
-        r.spec.withLse = false;
-        r.mask = "none";
-        rows.push_back(r);
-        BenchRow v80 = r;  // the Qwen2.5-VL-like dim
-        v80.spec.headDim = 80;
-        rows.push_back(v80);
-    }
-    {  // D=96 (Phi-3-mini-like: 32 heads), causal prefill of 2 x 4k; and the same over 64-token pages
-        BenchRow r;
-        r.spec.mode = Mode::kLlm;
-        r.spec.numQHeads = r.spec.numKVHeads = 32;
-        r.spec.headDim = 96;
-        r.spec.lq.assign(2, 4096);
-        r.spec.lk.assign(2, 4096);
-        r.spec.withLse = false;
-        r.mask = "causal";
-        rows.push_back(r);
-        BenchRow pr = r;
-        pr.spec.mode = Mode::kPaged;
-        pr.spec.pageSize = 64;
-        pr.spec.sparepages = 0;
-        rows.push_back(pr);
-    }
+    // ViT varlen: 8 sequences of 1024, 16 heads, D=128 and the Qwen2.5-VL-like D=80.
+    rows.push_back(row(Mode::kVit, 16, 16, 128, 8, 1024, 1024, "none"));
+    rows.push_back(row(Mode::kVit, 16, 16, 80, 8, 1024, 1024, "none"));
+    // D=96 (Phi-3-mini-like: 32 heads), causal prefill of 2 x 4k; the same over 64-token pages.
+    BenchRow const d96 = row(Mode::kLlm, 32, 32, 96, 2, 4096, 4096, "causal");
+    rows.push_back(d96);
+    rows.push_back(overPages(d96, 64));
     return rows;
 }
 
