@@ -211,8 +211,8 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
         // Keys [j0, j0 + kSubN) of the tile in stage st: chunk h of tile n. The last chunk
         // of a tile issues the next tile's loads after its Q.K^T MMAs, so that their
         // address arithmetic overlaps the tensor cores (after the first chunk's, or before
-        // any MMA: about 1% slower at D=128 on the H200; at D=80, before the MMAs: -1%,
-        // after the P.V MMAs: -8%).
+        // any MMA: about 1% slower at D=128 on the H200, and at D=80 before the MMAs: -1%;
+        // after the P.V MMAs: 3-10% slower at D=128).
         auto chunk = [&](int n, int st, int h, auto maskedArg) {
             bool const masked = maskedArg;  // a constant where the caller passes a std::bool_constant
             int const j0 = n * kBlockN + h * kSubN;
