@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
         };
 
         // The Q tile is one run of m1 - m0 rows; rows past Lq read as zeros. 16-bit Q goes
-        // through loadRuns (loadTile's per-row addresses held 4% of the samples of a 16-tile
+        // through loadRun (loadTile's per-row addresses held 4% of the samples of a 16-tile
         // CTA at D=128, ncu on the H200; the same copies in a rolled loop ran 1-2% slower);
         // FP8 Q, dequantised through registers, keeps loadTile's rolled loop.
         auto loadQ = [&] {
