@@ -37,20 +37,29 @@ struct OnlineSoftmax {
         return v + __shfl_xor_sync(0xffffffffu, v, 2);
     }
 
-    // The tile's row maxima (quad-reduced); -inf where a row has no allowed key.
+    // The rows' maxima over this thread's columns only; -inf where it holds no allowed key.
     template <int kCols>
-    __device__ static void tileMax(float const (&s)[kRows][kCols], float (&m)[kRows]) {
+    __device__ static void threadMax(float const (&s)[kRows][kCols], float (&m)[kRows]) {
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
             float v = -INFINITY;
 #pragma unroll
             for (int c = 0; c < kCols; ++c) v = fmaxf(v, s[r][c]);
-            m[r] = quadMax(v);
+            m[r] = v;
         }
     }
 
+    // The tile's row maxima (quad-reduced); -inf where a row has no allowed key.
+    template <int kCols>
+    __device__ static void tileMax(float const (&s)[kRows][kCols], float (&m)[kRows]) {
+        threadMax(s, m);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) m[r] = quadMax(m[r]);
+    }
+
     // Skip-softmax test for one row: its tile max is below the running max by more than
-    // log2(lambda) in base-2 units. NaN (both -inf) compares false: never skipped.
+    // log2(lambda) in base-2 units. NaN (both -inf) compares false: never skipped. With this
+    // thread's maxima, the test of every lane of a row's quad holds exactly when the row's holds.
     __device__ bool rowNegligible(int r, float tileRowMax, float scaleLog2, float thresholdLog2) const {
         return (tileRowMax - rowMax[r]) * scaleLog2 < thresholdLog2;
     }
@@ -83,18 +92,23 @@ struct OnlineSoftmax {
         }
     }
 
-    // update() for the rows of one warp, which decide together: the reference max (rowMax)
-    // moves only when some row's tile max exceeds it by more than kSlackLog2 (base-2 units).
+    // update() for the rows of one warp, which decide together, from this thread's row maxima
+    // (threadMax()): the reference max (rowMax) moves only when some row's tile max exceeds it
+    // by more than kSlackLog2 (base-2 units), which holds exactly when some lane's own maximum
+    // does, so the quad reduction runs only when the reference moves (off the common path).
     // Otherwise the probabilities reach at most 2^kSlackLog2 (256 at most, in range for FP16
     // and BF16) and the output needs no rescale. rowMax then lags the running max by up to
     // kSlackLog2, so rowNegligible() skips only tiles that the exact running max would skip
     // too. Returns whether the warp's rescale holds anything but 1.
     template <int kSlackLog2, int kCols>
-    __device__ bool updateWarp(float (&s)[kRows][kCols], float const (&tileRowMax)[kRows], float scaleLog2,
+    __device__ bool updateWarp(float (&s)[kRows][kCols], float const (&threadRowMax)[kRows], float scaleLog2,
                                float (&rescale)[kRows]) {
         static_assert(kSlackLog2 >= 0 && kSlackLog2 <= 8, "probabilities must stay in FP16/BF16 range");
         if constexpr (kSlackLog2 == 0) {  // the exact running max (deciding first spilled more at D=64)
-            update(s, tileRowMax, scaleLog2, rescale);
+            float m[kRows];
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) m[r] = quadMax(threadRowMax[r]);
+            update(s, m, scaleLog2, rescale);
             bool moved = false;
 #pragma unroll
             for (int r = 0; r < kRows; ++r) moved = moved || rescale[r] != 1.0F;
@@ -102,13 +116,13 @@ struct OnlineSoftmax {
         }
         bool grow = false;
 #pragma unroll
-        for (int r = 0; r < kRows; ++r)  // -inf reference, finite tile max: +inf; both -inf: NaN
-            grow = grow || (tileRowMax[r] - rowMax[r]) * scaleLog2 > static_cast<float>(kSlackLog2);
+        for (int r = 0; r < kRows; ++r)  // -inf reference, finite maximum: +inf; both -inf: NaN
+            grow = grow || (threadRowMax[r] - rowMax[r]) * scaleLog2 > static_cast<float>(kSlackLog2);
         bool const move = __any_sync(0xffffffffu, grow);
         if (move) {  // one warp-uniform branch for all rows (a branch a row: ~1% of a D=128 kernel's ncu samples)
 #pragma unroll
             for (int r = 0; r < kRows; ++r) {
-                float const mNew = fmaxf(rowMax[r], tileRowMax[r]);
+                float const mNew = fmaxf(rowMax[r], quadMax(threadRowMax[r]));
                 rescale[r] = rowMax[r] == -INFINITY ? 0.0F : fastExp2((rowMax[r] - mNew) * scaleLog2);
                 rowMax[r] = mNew;
                 rowSum[r] *= rescale[r];

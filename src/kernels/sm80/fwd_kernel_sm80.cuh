@@ -256,8 +256,8 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                 for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
                     for (int e = 0; e < 4; ++e) sr[2 * mt + e / 2][nt * 2 + (e & 1)] = s[mt][nt][e];
-            float tileMax[kRows];
-            OnlineSoftmax<kRows>::tileMax(sr, tileMax);
+            float tileMax[kRows];  // this thread's row maxima (the skip test and updateWarp take them)
+            OnlineSoftmax<kRows>::threadMax(sr, tileMax);
             bool skip = false;
             uint32_t pa[kMT][kNT / 2][4];
             if (skipOn) {
