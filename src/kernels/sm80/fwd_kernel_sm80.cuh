@@ -34,8 +34,9 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
     // The 64-key tiles of D=80..128 take the warp-level chunk skip, the causal-only element
     // mask and a softmax reference max that lags the running max by up to 8 (base 2), which
     // spares most output rescales. At D=64 (128-key chunks) the first two raised ptxas's
-    // spills from 72 to 132 bytes, the third from 56 to 116; at D=256 (one 32-key chunk a
-    // tile) they cost 9% on the H200.
+    // spills from 72 to 132 bytes, the third from 56 to 116 while its test read quad-reduced
+    // maxima (on each lane's own maxima it adds none; not yet tested at D=64); at D=256 (one
+    // 32-key chunk a tile) they cost 9% on the H200.
     constexpr bool kLean = kBlockN == 64;
     constexpr int kSlackLog2 = kLean ? 8 : 0;
 
