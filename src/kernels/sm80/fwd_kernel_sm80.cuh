@@ -35,8 +35,8 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
     // mask and a softmax reference max that lags the running max by up to 8 (base 2), which
     // spares most output rescales. At D=64 (128-key chunks) the first two raised ptxas's
     // spills from 72 to 132 bytes, the third from 56 to 116 while its test read quad-reduced
-    // maxima (on each lane's own maxima it adds none; not yet tested at D=64); at D=256 (one
-    // 32-key chunk a tile) they cost 9% on the H200.
+    // maxima (on each lane's own maxima it adds none); at D=256 (one 32-key chunk a tile)
+    // they cost 9% on the H200.
     constexpr bool kLean = kBlockN == 64;
     constexpr int kSlackLog2 = kLean ? 8 : 0;
 
@@ -257,20 +257,20 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                 for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
                     for (int e = 0; e < 4; ++e) sr[2 * mt + e / 2][nt * 2 + (e & 1)] = s[mt][nt][e];
-            float tileMax[kRows];  // this thread's row maxima (the skip test and updateWarp take them)
-            OnlineSoftmax<kRows>::threadMax(sr, tileMax);
+            float laneMax[kRows];  // this lane's row maxima (the skip test and updateWarp take them)
+            OnlineSoftmax<kRows>::threadMax(sr, laneMax);
             bool skip = false;
             uint32_t pa[kMT][kNT / 2][4];
             if (skipOn) {
                 bool mine = true;
 #pragma unroll
                 for (int r = 0; r < kRows; ++r)
-                    mine = mine && (rowIndex(r) >= seq.lq || softmax.rowNegligible(r, tileMax[r], p.scaleLog2, skipLog2));
+                    mine = mine && (rowIndex(r) >= seq.lq || softmax.rowNegligible(r, laneMax[r], p.scaleLog2, skipLog2));
                 skip = __all_sync(0xffffffffu, mine);  // the warp's rows decide together
             }
             if (!skip) {
                 float rescale[kRows];
-                bool const moved = softmax.template updateWarp<kSlackLog2>(sr, tileMax, p.scaleLog2, rescale);
+                bool const moved = softmax.template updateWarp<kSlackLog2>(sr, laneMax, p.scaleLog2, rescale);
 #pragma unroll
                 for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
