@@ -333,7 +333,7 @@ std::vector<BenchRow> benchSweep(bool quick) {
     // on an 8k context, 32/8 heads (pack GQA). Non-causal, so that SDPA (whose causal mask is
     // top-left aligned) runs the same pairs; a bottom-right causal mask changes < 1% of them.
     for (int chunk : {16, 64}) {
-        BenchRow r = overPages(row(Mode::kPaged, 32, 8, 128, 16, chunk, 8192, "none"), 128);
+        BenchRow r = overPages(row(Mode::kLlm, 32, 8, 128, 16, chunk, 8192, "none"), 128);
         r.spec.causal = false;
         rows.push_back(r);
     }
