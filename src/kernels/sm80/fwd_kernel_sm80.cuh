@@ -31,14 +31,13 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
     constexpr int kMT = Tile::kMTiles, kRows = 2 * kMT;  // m16 tiles per warp; rows per thread
     constexpr int kSubN = Tile::kSubN;                   // keys per compute chunk
     constexpr int kNT = kSubN / 8;                       // n-tiles of 8 keys in a chunk
-    // The 64-key tiles of D=80..128 take the warp-level chunk skip, the causal-only element
-    // mask and a softmax reference max that lags the running max by up to 8 (base 2), which
-    // spares most output rescales. At D=64 (128-key chunks) the first two raised ptxas's
-    // spills from 72 to 132 bytes, the third from 56 to 116 while its test read quad-reduced
-    // maxima (on each lane's own maxima it adds none); at D=256 (one 32-key chunk a tile)
-    // they cost 9% on the H200.
+    // The 64-key tiles of D=80..128 take the warp-level chunk skip and the causal-only element
+    // mask; at D=64 (128-key chunks) they raised ptxas's spills from 72 to 132 bytes, at D=256
+    // (one 32-key chunk a tile) they cost 9% on the H200. D=64..128 take a softmax reference
+    // max that lags the running max by up to 8 (base 2), which spares most output rescales
+    // (at D=64 +0.4-4.6% on the H200; spill-neutral since its test reads each lane's own maxima).
     constexpr bool kLean = kBlockN == 64;
-    constexpr int kSlackLog2 = kLean ? 8 : 0;
+    constexpr int kSlackLog2 = kHeadDim <= 128 ? 8 : 0;
 
     extern __shared__ __align__(16) unsigned char smemRaw[];
     Compute* sQ = reinterpret_cast<Compute*>(smemRaw);
