@@ -73,6 +73,11 @@ struct FmhaParams {
     float scale = 0.0F;     // natural-log scale, for LSE
     float outScale = 1.0F;  // vScale for FP8, else 1
     float skipFactor = 0.0F;  // skip-softmax S (0: off); lambda = S / Lk per sequence
+
+    // Portable family, contiguous KV: the grid's CTAs (query tile, head, sequence) are walked
+    // in sections of walkUnits units (one head of one sequence), each section's highest query
+    // tiles first; 1: each unit's tiles in turn. Set by the launch (launch_sm80.cuh).
+    int32_t walkUnits = 1;
 };
 
 }  // namespace fmha

@@ -153,6 +153,14 @@ std::vector<Case> manyTileCases() {
     f.spec.causal = false;
     f.spec.pageSize = 128;
     v.push_back(f);
+    // The portable D=128 kernel over contiguous KV walks short causal launches in sections of
+    // (head, sequence) units, about 16 MiB of K/V each: here about 65 units of 144 (in the
+    // first case about 77 of 160), so the walk crosses sections and ends in a partial one.
+    // FP8 runs it under either dispatch, the first case only with FMHA_KERNEL_FAMILY=portable.
+    Case g = edge("many_llm_causal_fp8_d128", Mode::kLlm, 128, std::vector<int>(36, 300), lengths(36, 300, 1000, 8), 4,
+                  2);
+    g.spec.dtype = DataType::kFP8;
+    v.push_back(g);
     return v;
 }
 INSTANTIATE_TEST_SUITE_P(ManyTiles, KernelVsReference, ::testing::ValuesIn(manyTileCases()), caseName);

@@ -19,7 +19,7 @@
 
 namespace fmha::sm80 {
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kWalk>
 __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(FmhaParams const p) {
     using Tile = TileSm80<kHeadDim>;
     using Elem = typename ElemOf<kElem>::type;
@@ -46,10 +46,24 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
     int* sBidir = reinterpret_cast<int*>(sV + Tile::kStages * Tile::kSmemV);
 
     int const tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-    // Highest query tiles first: under a causal mask they see the most keys.
-    int const mBlock = gridDim.x - 1 - blockIdx.x;
-    int const hq = blockIdx.y;
-    int const b = blockIdx.z / Tile::kVSplits, vSplit = blockIdx.z % Tile::kVSplits;
+    // Highest query tiles first: under a causal mask they see the most keys. CTAs start in
+    // grid order (x fastest). The walking kernel reads its linear index in sections of
+    // p.walkUnits units (a unit: one head of one sequence), each section's top tiles first.
+    int mBlock = gridDim.x - 1 - blockIdx.x;
+    int hq = blockIdx.y;
+    int bz = blockIdx.z;
+    if constexpr (kWalk) {
+        int64_t const numM = gridDim.x, units = static_cast<int64_t>(gridDim.y) * gridDim.z;
+        int64_t const linear = blockIdx.x + numM * (blockIdx.y + static_cast<int64_t>(gridDim.y) * blockIdx.z);
+        int64_t const first = linear / (numM * p.walkUnits) * p.walkUnits;  // the section's first unit
+        int64_t const here = min(static_cast<int64_t>(p.walkUnits), units - first);
+        int64_t const idx = linear - first * numM;
+        int64_t const unit = first + idx % here;
+        mBlock = static_cast<int>(numM - 1 - idx / here);
+        hq = static_cast<int>(unit % gridDim.y);
+        bz = static_cast<int>(unit / gridDim.y);
+    }
+    int const b = bz / Tile::kVSplits, vSplit = bz % Tile::kVSplits;
     int const hkv = hq / p.headGroup;
     int const D = p.headDim;
 
