@@ -17,6 +17,8 @@ namespace fmha::sm80 {
 template <int kHeadDim, KvAddressing kKv>
 constexpr bool kHasWalk = kHeadDim == 128 && kKv == KvAddressing::kStrided;
 
+// Units a section: 16 MiB over one unit's K/V at maxKvLen keys (the cache capacity in LLM
+// mode, so a cache larger than its sequences makes sections smaller, never wrong).
 inline int32_t walkUnits(FmhaParams const& p) {
     if (!p.causal || p.window != INT32_MAX || p.maxSeqLenQ > 512) return 1;
     int64_t const elemBytes = p.element == ElementKind::kFp8 ? 1 : 2;
