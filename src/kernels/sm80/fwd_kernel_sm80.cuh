@@ -124,8 +124,9 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                 return kv.row(isV, j);
         };
         // Tile n's K and V into stage st, one cp.async group (with tile n - 1's page ids).
-        // Rows past Lk read as zeros.
-        auto loadKV = [&](int n, int st) {
+        // Rows past Lk read as zeros. Only the first tile loaded (the last one, which holds
+        // the end of the visible keys) can be partial: the loop's loads pass full = true.
+        auto loadKV = [&](int n, int st, auto full) {
             Compute* k = sK + st * Tile::kSmemK;
             Compute* v = sV + st * Tile::kSmemV;
             auto copy = [&](auto const& kRow, auto const& vRow) {
@@ -137,7 +138,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             };
             if (n > mask.nBlockMin) copyIds(n - 1);
             int const j0 = n * kBlockN;
-            int const rows = seq.lk - j0;
+            int const rows = decltype(full)::value ? kBlockN : seq.lk - j0;
             int64_t const stride = kv.runStride();
             if (kv.runCovers(kBlockN)) {  // the tile is one run (strided, or pages >= the tile)
                 loadRun<Elem, kBlockN, kHeadDim / 8, Tile::kNThreads>(
@@ -204,7 +205,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
         } else {
             loadQ();
         }
-        loadKV(mask.nBlockMax - 1, 0);  // one group with Q (strided KV)
+        loadKV(mask.nBlockMax - 1, 0, std::false_type{});  // one group with Q (strided KV)
 
         // Per-row mask data, fixed for the whole loop; rows past Lq allow nothing.
         // Thread row r is warp row (r / 2) * 16 + g + 8 * (r % 2).
@@ -238,7 +239,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                 gemmQK<Compute, Mma, kMT, kHeadDim, kSubN, Tile::kStrideQK>(
                     sQ + warp * Tile::kWarpRows * Tile::kStrideQK,
                     sK + st * Tile::kSmemK + h * kSubN * Tile::kStrideQK, lane, s);
-            if (h == kBlockN / kSubN - 1 && n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
+            if (h == kBlockN / kSubN - 1 && n > mask.nBlockMin) loadKV(n - 1, st ^ 1, std::true_type{});
             if (dead) return;
             auto applyMask = [&](auto withBidir) {
 #pragma unroll
@@ -330,7 +331,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             if constexpr (kIdleWarps) {
                 tileLanded();
                 if (warpRows == 0) {  // (at D=64 this branch doubled ptxas's spills)
-                    if (n > mask.nBlockMin) loadKV(n - 1, st ^ 1);
+                    if (n > mask.nBlockMin) loadKV(n - 1, st ^ 1, std::true_type{});
                     continue;
                 }
             }
