@@ -32,6 +32,8 @@ sanitize() {
 # At most 8 files come back: the benchmark artefacts stay, every log goes into one archive,
 # after each step (a call cut short still returns what finished).
 logdir=$(mktemp -d)
+# An earlier invocation's archive in the same $OUT is kept: its logs join this one's.
+[ -f "$out/logs.tgz" ] && tar xzf "$out/logs.tgz" -C "$logdir"
 pack() {
   for f in $(cd "$out" && ls | grep -vE '^(bench\.json|bench\.md|bench\.png|bench_portable\.json|bench_portable\.md|logs\.tgz)$'); do
     mv "$out/$f" "$logdir/"
