@@ -5,7 +5,7 @@ portable kernels) and prints, per region, its instructions, HMMAs, local loads (
 (STL).
 A spill reload inside a tile body runs every tile; one in the prologue or the epilogue once.
 
-usage: sass_regions.py FILE [NAME_REGEX]   (FILE: an object or binary; default: every function)
+usage: sass_regions.py FILE [NAME_REGEX]   (FILE: an object, library or binary; default: every function)
 Needs cuobjdump and nvdisasm on PATH (the CUDA toolkit, or PyPI's nvidia-cuda-cuobjdump and
 nvidia-cuda-nvdisasm, whose nvidia/cu13/bin holds both).
 """
