@@ -76,6 +76,17 @@ struct MaskPolicy {
         }
     }
 
+    // Keys [*lo, *hi) that every row of [i0, i1) sees through Lk and the causal/window
+    // bounds (empty when *hi <= *lo); i0 < i1, rows below Lq.
+    __device__ void commonKeys(int32_t i0, int32_t i1, int64_t* lo, int64_t* hi) const {
+        *lo = 0;
+        *hi = lk;
+        if (causal) {
+            *hi = min(*hi, static_cast<int64_t>(i0) + off + 1);
+            if (window != INT32_MAX) *lo = max(*lo, static_cast<int64_t>(i1) - 1 + off - window);
+        }
+    }
+
     __device__ bool empty() const { return nBlockMax <= nBlockMin; }
     __device__ bool tileNeedsMask(int32_t n) const { return n >= nUnmaskedHiEnd || n < nUnmaskedLoBegin; }
 

@@ -33,11 +33,15 @@ __device__ inline void storeOutput(float const (&o)[kMT][kHeadDimV / 8][4], floa
     };
     constexpr int kChunks = kHeadDimV / 8;
     if (cols == kHeadDimV) {  // every column: a copy's row and chunk by constant divisors
+        // Copy idx (lane + 32 i) is row idx / kChunks: the lane's copies of rows < rows are its
+        // first n. The count is formed once: the loop then holds no bound that the mainloop's
+        // register pressure spilled (a local-memory reload a copy, on the H200).
+        int const limit = rows * kChunks;
+        int const n = limit > lane ? (limit - lane + 31) / 32 : 0;
 #pragma unroll 1
-        for (int i = 0; i < kMT * 16 * kChunks / 32; ++i) {
+        for (int i = 0; i < n; ++i) {
             unsigned const idx = static_cast<unsigned>(lane) + 32U * i;
-            int const r = static_cast<int>(idx / kChunks), c = static_cast<int>(idx % kChunks);
-            if (r < rows) copyOut(r, c);
+            copyOut(static_cast<int>(idx / kChunks), static_cast<int>(idx % kChunks));
         }
         return;
     }

@@ -223,6 +223,17 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             warpKeyBegin = static_cast<int32_t>(lo);
             warpKeyEnd = static_cast<int32_t>(hi);
         }
+        // Keys in [warpFullBegin, warpFullEnd) are visible to every row of this warp: a masked
+        // chunk inside skips the element mask (empty for a warp with rows past Lq). On the
+        // causal diagonal most of a masked tile's chunks are such (+1.1% at D=128 S=512 causal
+        // on the H200).
+        int32_t warpFullBegin = 0, warpFullEnd = 0;
+        if (kLean && warpRows == Tile::kWarpRows) {
+            int64_t lo = 0, hi = 0;
+            mask.commonKeys(warpRow0, warpRow0 + warpRows, &lo, &hi);
+            warpFullBegin = static_cast<int32_t>(lo);
+            warpFullEnd = static_cast<int32_t>(hi);
+        }
         // Keys [j0, j0 + kSubN) of the tile in stage st: chunk h of tile n. The last chunk
         // of a tile issues the next tile's loads after its Q.K^T MMAs, so that their
         // address arithmetic overlaps the tensor cores (after the first chunk's, or before
@@ -258,7 +269,8 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                         }
                 }
             };
-            if (masked) {  // row bounds are recomputed here rather than held across the loop
+            bool const full = kLean && j0 >= warpFullBegin && j0 + kSubN <= warpFullEnd;
+            if (masked && !full) {  // row bounds are recomputed here rather than held across the loop
                 if (!kLean || mask.hasBidir)
                     applyMask(std::true_type{});
                 else
