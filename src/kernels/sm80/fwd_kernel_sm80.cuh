@@ -123,30 +123,38 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             else
                 return kv.row(isV, j);
         };
-        // Tile n's K and V into stage st, one cp.async group (with tile n - 1's page ids).
+        // Tile n's K and/or V (parts: 1 K, 2 V, 3 both) into stage st; the V part closes the
+        // tile's cp.async group (with tile n - 1's page ids).
         // Rows past Lk read as zeros. Only the first tile loaded (the last one, which holds
         // the end of the visible keys) can be partial: the loop's loads pass full = true.
-        auto loadKV = [&](int n, int st, auto full) {
+        auto loadKV = [&](int n, int st, auto full, auto parts) {
+            constexpr bool kK = decltype(parts)::value & 1, kV = decltype(parts)::value & 2;
             Compute* k = sK + st * Tile::kSmemK;
             Compute* v = sV + st * Tile::kSmemV;
             auto copy = [&](auto const& kRow, auto const& vRow) {
-                loadTile<Elem, kBlockN, kHeadDim / 8, Tile::kNThreads, true>(
-                    kRow, [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; }, 0, D / 8, p.k, tid);
-                loadTile<Elem, kBlockN, kDv / 8, Tile::kNThreads, true>(
-                    vRow, [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; }, vSplit * kDv / 8, D / 8,
-                    p.k, tid);
+                if constexpr (kK)
+                    loadTile<Elem, kBlockN, kHeadDim / 8, Tile::kNThreads, true>(
+                        kRow, [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; }, 0, D / 8, p.k, tid);
+                if constexpr (kV)
+                    loadTile<Elem, kBlockN, kDv / 8, Tile::kNThreads, true>(
+                        vRow, [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; }, vSplit * kDv / 8, D / 8,
+                        p.k, tid);
             };
-            if (n > mask.nBlockMin) copyIds(n - 1);
+            if constexpr (kV)
+                if (n > mask.nBlockMin) copyIds(n - 1);
             int const j0 = n * kBlockN;
             int const rows = decltype(full)::value ? kBlockN : seq.lk - j0;
             int64_t const stride = kv.runStride();
             if (kv.runCovers(kBlockN)) {  // the tile is one run (strided, or pages >= the tile)
-                loadRun<Elem, kBlockN, kHeadDim / 8, Tile::kNThreads>(
-                    runRow(false, n, 0, j0), stride, rows,
-                    [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; }, 0, D / 8, p.k, tid);
-                loadRun<Elem, kBlockN, kDv / 8, Tile::kNThreads>(
-                    runRow(true, n, 0, j0), stride, rows,
-                    [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; }, vSplit * kDv / 8, D / 8, p.k, tid);
+                if constexpr (kK)
+                    loadRun<Elem, kBlockN, kHeadDim / 8, Tile::kNThreads>(
+                        runRow(false, n, 0, j0), stride, rows,
+                        [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; }, 0, D / 8, p.k, tid);
+                if constexpr (kV)
+                    loadRun<Elem, kBlockN, kDv / 8, Tile::kNThreads>(
+                        runRow(true, n, 0, j0), stride, rows,
+                        [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; }, vSplit * kDv / 8, D / 8, p.k,
+                        tid);
             } else if constexpr (kElemBytes == 2 && kBlockN / 16 <= 4 && Tile::kNThreads % (kHeadDim / 8) == 0 &&
                                  Tile::kNThreads % (kDv / 8) == 0) {
                 // Pages of 16 tokens or more: the tile is runs of 16 rows, each in one page,
@@ -160,12 +168,14 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                 auto runBase = [&](bool isV) {
                     return [&, isV](int q) { return runRow(isV, n, q, min(j0 + 16 * q, seq.lk - 1)); };
                 };
-                loadRuns<Elem, kBlockN, kRuns, kHeadDim / 8, Tile::kNThreads>(
-                    runBase(false), stride, rows, [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; }, 0,
-                    D / 8, p.k, tid);
-                loadRuns<Elem, kBlockN, kRuns, kDv / 8, Tile::kNThreads>(
-                    runBase(true), stride, rows, [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; },
-                    vSplit * kDv / 8, D / 8, p.k, tid);
+                if constexpr (kK)
+                    loadRuns<Elem, kBlockN, kRuns, kHeadDim / 8, Tile::kNThreads>(
+                        runBase(false), stride, rows, [&](int r, int c) { return k + r * Tile::kStrideQK + c * 8; },
+                        0, D / 8, p.k, tid);
+                if constexpr (kV)
+                    loadRuns<Elem, kBlockN, kRuns, kDv / 8, Tile::kNThreads>(
+                        runBase(true), stride, rows, [&](int r, int c) { return v + r * Tile::kStrideV + c * 8; },
+                        vSplit * kDv / 8, D / 8, p.k, tid);
             } else {
                 // A row's address is formed even past Lk (from the last key), so that no
                 // branch sits in the unrolled copies.
@@ -177,8 +187,9 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                 };
                 copy(rowsOf(false), rowsOf(true));
             }
-            cute::cp_async_fence();
+            if constexpr (kV) cute::cp_async_fence();
         };
+        using Both = std::integral_constant<int, 3>;
 
         // The Q tile is one run of m1 - m0 rows; rows past Lq read as zeros. 16-bit Q goes
         // through loadRun (loadTile's per-row addresses held 4% of the samples of a 16-tile
@@ -205,7 +216,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
         } else {
             loadQ();
         }
-        loadKV(mask.nBlockMax - 1, 0, std::false_type{});  // one group with Q (strided KV)
+        loadKV(mask.nBlockMax - 1, 0, std::false_type{}, Both{});  // one group with Q (strided KV)
 
         // Per-row mask data, fixed for the whole loop; rows past Lq allow nothing.
         // Thread row r is warp row (r / 2) * 16 + g + 8 * (r % 2).
@@ -234,11 +245,14 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             warpFullBegin = static_cast<int32_t>(lo);
             warpFullEnd = static_cast<int32_t>(hi);
         }
-        // Keys [j0, j0 + kSubN) of the tile in stage st: chunk h of tile n. The last chunk
-        // of a tile issues the next tile's loads after its Q.K^T MMAs, so that their
-        // address arithmetic overlaps the tensor cores (after the first chunk's, or before
-        // any MMA: about 1% slower at D=128 on the H200, and at D=80 before the MMAs: -1%;
-        // after the P.V MMAs: 3-10% slower at D=128).
+        // Keys [j0, j0 + kSubN) of the tile in stage st: chunk h of tile n. The next tile's
+        // loads are issued after a chunk's Q.K^T MMAs, so that their address arithmetic
+        // overlaps the tensor cores (before any MMA: at D=80 -1% on the H200; after the P.V
+        // MMAs: 3-10% slower at D=128). Over contiguous KV, a tile of two chunks (D=128)
+        // issues its K copies after the first chunk's and its V copies after the second's:
+        // one burst of 16 copies a thread stalled on the copies' address registers (+0.9% to
+        // +1.5% on the H200's non-causal D=128 rows). Over pages the split cost 0.9% at page
+        // 16; all copies follow the last chunk's (after the first chunk's: about 1% slower).
         auto chunk = [&](int n, int st, int h, auto maskedArg) {
             bool const masked = maskedArg;  // a constant where the caller passes a std::bool_constant
             int const j0 = n * kBlockN + h * kSubN;
@@ -250,7 +264,16 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                 gemmQK<Compute, Mma, kMT, kHeadDim, kSubN, Tile::kStrideQK>(
                     sQ + warp * Tile::kWarpRows * Tile::kStrideQK,
                     sK + st * Tile::kSmemK + h * kSubN * Tile::kStrideQK, lane, s);
-            if (h == kBlockN / kSubN - 1 && n > mask.nBlockMin) loadKV(n - 1, st ^ 1, std::true_type{});
+            if (n > mask.nBlockMin) {
+                constexpr int kLast = kBlockN / kSubN - 1;
+                constexpr bool kSplitKV = kLast > 0 && !kPagedKv;
+                if (!kSplitKV && h == kLast)
+                    loadKV(n - 1, st ^ 1, std::true_type{}, Both{});
+                else if (kSplitKV && h == 0)
+                    loadKV(n - 1, st ^ 1, std::true_type{}, std::integral_constant<int, 1>{});
+                else if (kSplitKV && h == kLast)
+                    loadKV(n - 1, st ^ 1, std::true_type{}, std::integral_constant<int, 2>{});
+            }
             if (dead) return;
             auto applyMask = [&](auto withBidir) {
 #pragma unroll
@@ -343,7 +366,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             if constexpr (kIdleWarps) {
                 tileLanded();
                 if (warpRows == 0) {  // (at D=64 this branch doubled ptxas's spills)
-                    if (n > mask.nBlockMin) loadKV(n - 1, st ^ 1, std::true_type{});
+                    if (n > mask.nBlockMin) loadKV(n - 1, st ^ 1, std::true_type{}, Both{});
                     continue;
                 }
             }
