@@ -189,6 +189,8 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
             }
             if constexpr (kV) cute::cp_async_fence();
         };
+        using OnlyK = std::integral_constant<int, 1>;
+        using OnlyV = std::integral_constant<int, 2>;
         using Both = std::integral_constant<int, 3>;
 
         // The Q tile is one run of m1 - m0 rows; rows past Lq read as zeros. 16-bit Q goes
@@ -270,9 +272,9 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                 if (!kSplitKV && h == kLast)
                     loadKV(n - 1, st ^ 1, std::true_type{}, Both{});
                 else if (kSplitKV && h == 0)
-                    loadKV(n - 1, st ^ 1, std::true_type{}, std::integral_constant<int, 1>{});
+                    loadKV(n - 1, st ^ 1, std::true_type{}, OnlyK{});
                 else if (kSplitKV && h == kLast)
-                    loadKV(n - 1, st ^ 1, std::true_type{}, std::integral_constant<int, 2>{});
+                    loadKV(n - 1, st ^ 1, std::true_type{}, OnlyV{});
             }
             if (dead) return;
             auto applyMask = [&](auto withBidir) {
