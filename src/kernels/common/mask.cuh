@@ -43,6 +43,8 @@ struct MaskPolicy {
         bidirEnd = hasBidir ? p.bidirEnd + static_cast<int64_t>(b) * p.seqLenQ : nullptr;
         int64_t lo, hi;  // keys [lo, hi) some row of the block may see
         causalKeys(m0, m1, &lo, &hi);
+        // Keys [fullLo, fullHi) every row sees: commonKeys(m0, m1) written out, since calling it
+        // here moved ptxas's register allocation in every portable instance.
         int64_t fullHi = lk;  // keys below this are visible to every row (causal part)
         int64_t fullLo = 0;   // keys at or above this are visible to every row (window part)
         if (causal) {

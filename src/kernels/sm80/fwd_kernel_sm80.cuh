@@ -268,13 +268,14 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                     sK + st * Tile::kSmemK + h * kSubN * Tile::kStrideQK, lane, s);
             if (n > mask.nBlockMin) {
                 constexpr int kLast = kBlockN / kSubN - 1;
-                constexpr bool kSplitKV = kLast > 0 && !kPagedKv;
-                if (!kSplitKV && h == kLast)
+                if constexpr (kLast > 0 && !kPagedKv) {  // K after the first chunk, V after the last
+                    if (h == 0)
+                        loadKV(n - 1, st ^ 1, std::true_type{}, OnlyK{});
+                    else if (h == kLast)
+                        loadKV(n - 1, st ^ 1, std::true_type{}, OnlyV{});
+                } else if (h == kLast) {
                     loadKV(n - 1, st ^ 1, std::true_type{}, Both{});
-                else if (kSplitKV && h == 0)
-                    loadKV(n - 1, st ^ 1, std::true_type{}, OnlyK{});
-                else if (kSplitKV && h == kLast)
-                    loadKV(n - 1, st ^ 1, std::true_type{}, OnlyV{});
+                }
             }
             if (dead) return;
             auto applyMask = [&](auto withBidir) {
