@@ -1,6 +1,7 @@
 // Maps runtime (element, head dim, KV addressing, device) to the generated kernel instances.
 #include "dispatch.h"
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdint>
@@ -30,11 +31,14 @@ int kernelHeadDim(int d) {
 }
 
 template <class Kernel>
-void fill(KernelOps* ops, char const* family) {
+void fill(KernelOps* ops, char const* family, bool compact) {
     ops->launch = &Kernel::launch;
     ops->prepare = &Kernel::prepare;
     ops->probe = &Kernel::probe;
     ops->smemBytes = Kernel::smemBytes();
+    ops->blockM = Kernel::blockM();
+    ops->blockN = Kernel::blockN();
+    ops->compact = compact;
     ops->family = family;
     ops->packLog2 = nullptr;
 }
@@ -56,15 +60,17 @@ int hopperHeadDim(int d) {
     }
 }
 
-bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, KernelOps* ops) {
+bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int smemLimit, KernelOps* ops) {
     int const d = hopperHeadDim(headDim);
     (void)element;
     (void)d;
     (void)kv;
+    (void)smemLimit;
     (void)ops;
 #define FMHA_SM90_INSTANCE(E, D, K)                                                                \
-    if (element == ElementKind::E && d == (D) && kv == KvAddressing::K) {                         \
-        fill<sm90::KernelSm90<ElementKind::E, D, KvAddressing::K>>(ops, "sm90");                  \
+    if (element == ElementKind::E && d == (D) && kv == KvAddressing::K &&                         \
+        sm90::KernelSm90<ElementKind::E, D, KvAddressing::K>::smemBytes() <= smemLimit) {          \
+        fill<sm90::KernelSm90<ElementKind::E, D, KvAddressing::K>>(ops, "sm90", false);           \
         ops->packLog2 = &packLog2Sm90;                                                             \
         return true;                                                                               \
     }
@@ -130,11 +136,16 @@ bool setForcePortable(bool force) {
     return previous;
 }
 
-bool findPortableKernel(ElementKind element, int headDim, KvAddressing kv, KernelOps* ops) {
+namespace {
+
+// The first portable configuration of (element, head dim, addressing) that fits: the default
+// tiles, then the compact ones (the instance list holds the default first).
+bool findPortableKernel(ElementKind element, int headDim, KvAddressing kv, int smemLimit, KernelOps* ops) {
     int const d = kernelHeadDim(headDim);
-#define FMHA_SM80_INSTANCE(E, D, K)                                                                \
-    if (element == ElementKind::E && d == (D) && kv == KvAddressing::K) {                         \
-        fill<sm80::KernelSm80<ElementKind::E, D, KvAddressing::K>>(ops, "sm80");                  \
+#define FMHA_SM80_INSTANCE(E, D, K, C)                                                             \
+    if (element == ElementKind::E && d == (D) && kv == KvAddressing::K &&                         \
+        sm80::KernelSm80<ElementKind::E, D, KvAddressing::K, C>::smemBytes() <= smemLimit) {       \
+        fill<sm80::KernelSm80<ElementKind::E, D, KvAddressing::K, C>>(ops, "sm80", C);            \
         return true;                                                                               \
     }
 #include "instances_sm80.inc"
@@ -142,11 +153,48 @@ bool findPortableKernel(ElementKind element, int headDim, KvAddressing kv, Kerne
     return false;
 }
 
-bool findKernel(ElementKind element, int headDim, KvAddressing kv, int smVersion, bool skipSoftmax,
+std::atomic<int> gSmemCap{-1};  // -1: not decided yet (read the environment once); 0: none
+
+int smemCap() {
+    int v = gSmemCap.load(std::memory_order_relaxed);
+    if (v < 0) {
+        char const* env = std::getenv("FMHA_SMEM_BUDGET");
+        v = env == nullptr ? 0 : std::max(0, std::atoi(env));
+        gSmemCap.store(v, std::memory_order_relaxed);
+    }
+    return v;
+}
+
+}  // namespace
+
+int smemPerBlockOfSm(int sm) {
+    switch (sm) {
+    case 80:
+    case 87: return 163 * 1024;
+    case 90:
+    case 100:
+    case 101:
+    case 103: return 227 * 1024;
+    default: return 99 * 1024;  // sm_86, sm_89, sm_120, sm_121, and unknown versions
+    }
+}
+
+int smemBudget(int deviceLimit) {
+    int const cap = smemCap();
+    return cap > 0 && cap < deviceLimit ? cap : deviceLimit;
+}
+
+int setSmemBudgetCap(int bytes) {
+    int const previous = smemCap();
+    gSmemCap.store(std::max(0, bytes), std::memory_order_relaxed);
+    return previous;
+}
+
+bool findKernel(ElementKind element, int headDim, KvAddressing kv, int smVersion, int smemLimit, bool skipSoftmax,
                 KernelOps* ops) {
-    if (smVersion == 90 && !skipSoftmax && !forcePortable() && findHopperKernel(element, headDim, kv, ops))
+    if (smVersion == 90 && !skipSoftmax && !forcePortable() && findHopperKernel(element, headDim, kv, smemLimit, ops))
         return true;
-    return findPortableKernel(element, headDim, kv, ops);
+    return findPortableKernel(element, headDim, kv, smemLimit, ops);
 }
 
 }  // namespace fmha::detail

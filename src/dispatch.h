@@ -9,21 +9,35 @@
 namespace fmha::detail {
 
 struct KernelOps {
-    cudaError_t (*launch)(FmhaParams const&, cudaStream_t) = nullptr;
+    cudaError_t (*launch)(FmhaParams const&, cudaStream_t) = nullptr;  // the launch's own error
     cudaError_t (*prepare)() = nullptr;
     cudaError_t (*probe)() = nullptr;
     int smemBytes = 0;
+    int blockM = 0, blockN = 0;  // query rows and keys of a tile
+    bool compact = false;        // the portable family's small-shared-memory configuration
     char const* family = "";
     // Families that can pack GQA (see FmhaParams::packLog2): the packLog2 to launch p with.
     int (*packLog2)(FmhaParams const& p) = nullptr;
 };
 
-// The portable instance for this combination, or false when none was built.
-bool findPortableKernel(ElementKind element, int headDim, KvAddressing kv, KernelOps* ops);
+// Shared memory a block of an SM version can opt into (cudaDevAttrMaxSharedMemoryPerBlockOptin
+// of that class): 163 KB on sm_80/87, 99 KB on sm_86/89/120/121, 227 KB on sm_90/100/101/103;
+// 99 KB for versions not listed (the smallest class). canImplement answers for this budget.
+int smemPerBlockOfSm(int smVersion);
 
-// The kernel the runner launches on a device of smVersion. skipSoftmax variants run in the
-// portable family. FMHA_KERNEL_FAMILY=portable in the environment forces the portable family.
-bool findKernel(ElementKind element, int headDim, KvAddressing kv, int smVersion, bool skipSoftmax,
+// The budget the dispatcher gives a device of deviceLimit bytes: deviceLimit, or less where the
+// test-only cap (FMHA_SMEM_BUDGET=bytes in the environment, or setSmemBudgetCap) is smaller,
+// so that the configurations of smaller GPUs run on a large one.
+int smemBudget(int deviceLimit);
+// Sets the cap (0: none); returns the previous one.
+int setSmemBudgetCap(int bytes);
+
+// The kernel for (element, head dim, addressing) on SM version smVersion with smemLimit bytes
+// of shared memory a block: the Hopper family where it covers the combination (sm_90, no
+// skip-softmax, not forced portable) and fits, else the first portable configuration that
+// fits (the default tiles, then the compact ones). False when none was built or none fits.
+// Dispatch and canImplement both answer from here.
+bool findKernel(ElementKind element, int headDim, KvAddressing kv, int smVersion, int smemLimit, bool skipSoftmax,
                 KernelOps* ops);
 
 // Overrides FMHA_KERNEL_FAMILY (tests run one problem through both families); returns the

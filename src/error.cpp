@@ -56,9 +56,48 @@ namespace detail {
 
 bool fail(std::string const& msg) {
     tLastError = "fmha: " + msg;
-    std::lock_guard<std::mutex> lock(gLogMutex);
-    if (gLog) gLog(tLastError.c_str(), gLogUser);
+    LogCallback log = nullptr;
+    void* user = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(gLogMutex);
+        log = gLog;
+        user = gLogUser;
+    }
+    // Called with no library lock held and on a copy of the message: the callback may call
+    // back into the library (and fail again) without deadlocking or changing its argument.
+    if (log) {
+        std::string const copy = tLastError;
+        log(copy.c_str(), user);
+        tLastError = copy;  // this call's error, whatever the callback's own calls left
+    }
     return false;
+}
+
+std::string errorText(cudaError_t err) { return std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err); }
+
+bool isStickyError(cudaError_t err) {
+    switch (err) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorContextIsDestroyed:
+    case cudaErrorTensorMemoryLeak:
+        return true;
+    default:
+        return false;
+    }
+}
+
+std::string stickyMessage(cudaError_t err) {
+    return "the CUDA context holds a sticky error from earlier work (" + errorText(err) +
+           "); nothing was launched, and the context must be recreated (cudaDeviceReset) before any further work";
 }
 
 void clearError() { tLastError.clear(); }

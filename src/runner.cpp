@@ -154,45 +154,64 @@ bool selectKernel(Common const& c, detail::KernelOps* ops, cudaStream_t stream, 
     if (!detail::currentDevice(&dev)) return false;
     if (dev.smVersion < 80)
         return fail(cat(mode, ": device ", dev.name, " is sm_", dev.smVersion, "; the kernels need sm_80 or newer"));
-    if (!detail::findKernel(element, c.headDim, addressingOf(c.mode), dev.smVersion, c.skip > 0.0F, ops))
+    int const budget = detail::smemBudget(dev.maxSmemOptin);
+    bool const skip = c.skip > 0.0F;
+    if (!detail::findKernel(element, c.headDim, addressingOf(c.mode), dev.smVersion, budget, skip, ops)) {
+        detail::KernelOps any;
+        if (detail::findKernel(element, c.headDim, addressingOf(c.mode), dev.smVersion, INT_MAX, skip, &any))
+            return fail(cat(mode, ": no kernel configuration for ", dataTypeName(c.inputType), " head dim ",
+                            c.headDim, " fits the ", budget, " bytes of shared memory a block gets on ", dev.name,
+                            " (the smallest needs ", any.smemBytes, ")"));
         return fail(cat(mode, ": no kernel built for ", dataTypeName(c.inputType), " head dim ", c.headDim));
-    if (ops->smemBytes > dev.maxSmemOptin)
-        return fail(cat(mode, ": the kernel needs ", ops->smemBytes, " bytes of shared memory; device ", dev.name,
-                        " offers ", dev.maxSmemOptin));
+    }
     if (preflight) {
         cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-        if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
-            cudaGetLastError();
-            return fail(cat(mode, ": invalid stream"));
+        cudaError_t const err = cudaStreamIsCapturing(stream, &status);
+        if (err != cudaSuccess) {
+            cudaGetLastError();  // this call's own error
+            return fail(cat(mode, ": ", detail::isStickyError(err) ? detail::stickyMessage(err)
+                                                                  : "invalid stream: " + detail::errorText(err)));
         }
         if (status != cudaStreamCaptureStatusNone)
             return fail(cat(mode, ": preflight must not be called while the stream is being captured"));
     }
     static std::mutex mutex;
     static std::set<std::pair<void*, int>> prepared;
-    std::lock_guard<std::mutex> lock(mutex);
-    auto key = std::make_pair(reinterpret_cast<void*>(ops->launch), dev.ordinal);
-    if (prepared.count(key) == 0) {
-        cudaError_t err = ops->probe();
-        if (err != cudaSuccess) {
-            cudaGetLastError();
-            return fail(cat(mode, ": this build has no code for ", dev.name, " (sm_", dev.smVersion,
-                            "; built for ", detail::buildCudaArchs(), "): ", cudaGetErrorString(err)));
+    std::string problem;  // reported after the lock is released (the log callback may call back in)
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        auto key = std::make_pair(reinterpret_cast<void*>(ops->launch), dev.ordinal);
+        if (prepared.count(key) == 0) {
+            cudaError_t err = ops->probe();
+            if (err != cudaSuccess) {
+                cudaGetLastError();  // this call's own error
+                problem = detail::isStickyError(err)
+                              ? detail::stickyMessage(err)
+                              : cat("this build has no code for ", dev.name, " (sm_", dev.smVersion, "; built for ",
+                                    detail::buildCudaArchs(), "): ", detail::errorText(err));
+            } else if ((err = ops->prepare()) != cudaSuccess) {
+                cudaGetLastError();
+                problem = detail::isStickyError(err) ? detail::stickyMessage(err)
+                                                     : "could not configure the kernel: " + detail::errorText(err);
+            } else {
+                prepared.insert(key);
+            }
         }
-        err = ops->prepare();
-        if (err != cudaSuccess) {
-            cudaGetLastError();
-            return fail(cat(mode, ": could not configure the kernel: ", cudaGetErrorString(err)));
-        }
-        prepared.insert(key);
     }
+    if (!problem.empty()) return fail(cat(mode, ": ", problem));
     return true;
 }
 
 bool launch(detail::KernelOps const& ops, FmhaParams p, cudaStream_t stream, char const* mode) {
     p.packLog2 = ops.packLog2 != nullptr ? ops.packLog2(p) : 0;
-    cudaError_t err = ops.launch(p, stream);
-    if (err != cudaSuccess) return fail(cat(mode, ": kernel launch failed: ", cudaGetErrorString(err)));
+    // The launch returns its own error only: an earlier, unrelated pending error stays pending
+    // for its owner and is not blamed on this call.
+    cudaError_t const err = ops.launch(p, stream);
+    if (err != cudaSuccess) {
+        cudaGetLastError();  // clears this launch's error (it replaced any earlier one)
+        return fail(cat(mode, ": ", detail::isStickyError(err) ? detail::stickyMessage(err)
+                                                              : "kernel launch failed: " + detail::errorText(err)));
+    }
     detail::setLastKernelFamily(ops.family);
     detail::setLastPackedHeads(1 << p.packLog2);
     return true;
@@ -488,8 +507,11 @@ bool FmhaRunner::run(VitArgs const& a) {
 bool FmhaRunner::canImplementMode(Mode mode, DataType inputType, int32_t headSize, int32_t smVersion) {
     ElementKind element = ElementKind::kFp16;
     detail::KernelOps ops;
+    // The dispatcher's own answer for that SM class's shared memory a block.
     return smVersion >= 80 && detail::buildCoversSm(smVersion) && headDimSupported(mode, headSize) &&
-           toElement(inputType, &element) && detail::findPortableKernel(element, headSize, addressingOf(mode), &ops);
+           toElement(inputType, &element) &&
+           detail::findKernel(element, headSize, addressingOf(mode), smVersion, detail::smemPerBlockOfSm(smVersion),
+                              false, &ops);
 }
 
 bool FmhaRunner::canImplementPagedRaggedImpl(int32_t numQHeads, int32_t numKVHeads, int32_t headSize,

@@ -24,6 +24,9 @@ enum class Mode : int32_t { kLlm = 0, kPaged = 1, kPagedRagged = 2, kVit = 3 };
 char const* modeName(Mode m);
 
 // The reason of the last failed call on this thread; "" after a call that succeeded.
+// A failed launch names its CUDA error; a sticky context error (an earlier kernel's fault) is
+// named as such. A run* call of a loaded variant (after preflight*, or a first run) neither
+// clears nor reports a CUDA error already pending on the thread from unrelated work.
 char const* lastError();
 
 // The kernel family of this thread's last successful run* call: "sm90" (Hopper wgmma

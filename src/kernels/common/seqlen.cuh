@@ -11,7 +11,8 @@ namespace fmha {
 
 struct SeqInfo {
     int64_t qBegin;   // first packed Q/O row of the sequence
-    int32_t lq;       // query rows
+    int32_t lq;       // query rows (the causal offset is lk - lq)
+    int32_t rows;     // query rows computed: lq, at most maxSeqLenQ (the grid's extent)
     int64_t kvBegin;  // first KV row (strided addressing with rows from cuKV), else 0
     int32_t lk;       // keys
 
@@ -36,6 +37,9 @@ struct SeqInfo {
             kvBegin = 0;
             lk = static_cast<int32_t>(clampI64(static_cast<int64_t>(p.cuKV[b + 1]) - p.cuKV[b], 0, p.maxKvLen));
         }
+        // A sequence longer than the caller's maxSeqLenQ computes its first maxSeqLenQ rows in
+        // every family (the rest are not written), whatever the family's tile height.
+        rows = min(lq, p.maxSeqLenQ);
     }
 
     // Causal offset: query row i sits at key position i + offset() (bottom-right alignment).

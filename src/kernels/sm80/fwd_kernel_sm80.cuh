@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/common/fill_rows.cuh"
 #include "kernels/common/kv_address.cuh"
 #include "kernels/common/mask.cuh"
 #include "kernels/common/seqlen.cuh"
@@ -19,9 +20,9 @@
 
 namespace fmha::sm80 {
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kWalk>
-__global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(FmhaParams const p) {
-    using Tile = TileSm80<kHeadDim>;
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kWalk, bool kCompact>
+__global__ void __launch_bounds__(TileSm80<kHeadDim, kCompact>::kNThreads) fwdKernelSm80(FmhaParams const p) {
+    using Tile = TileSm80<kHeadDim, kCompact>;
     using Elem = typename ElemOf<kElem>::type;
     using ET = ElemTraits<Elem>;
     using Compute = typename ET::Compute;
@@ -68,9 +69,10 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
     int const D = p.headDim;
 
     SeqInfo const seq(p, b);
+    if (mBlock == 0 && vSplit == 0) zeroUncomputedRows(p, seq, b, hq, 1);
     int const m0 = mBlock * kBlockM;
-    if (m0 >= seq.lq) return;
-    int const m1 = min(m0 + kBlockM, seq.lq);
+    if (m0 >= seq.rows) return;
+    int const m1 = min(m0 + kBlockM, seq.rows);
 
     int64_t bidirLo, bidirHi;
     bidirUnion(p, b, m0, m1, sBidir, &bidirLo, &bidirHi);
@@ -205,7 +207,7 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim>::kNThreads) fwdKernelSm80(F
                                                                       tid);
             else
                 loadTile<Elem, kBlockM, kHeadDim / 8, Tile::kNThreads>(
-                    [&](int r) -> char const* { return m0 + r < seq.lq ? qBase + r * qStride : nullptr; }, dstQ, 0,
+                    [&](int r) -> char const* { return r < m1 - m0 ? qBase + r * qStride : nullptr; }, dstQ, 0,
                     D / 8, p.q, tid);
         };
         if constexpr (kPagedKv) {  // the first tile's page ids, then Q's copies while they land

@@ -14,8 +14,8 @@ namespace fmha::sm80 {
 // 512 queries the CTAs walk sections of about 16 MiB of K/V, each section's top query tiles
 // first. On the H200, causal, 16 heads: +5% at D=128 S=512 (B=32), -1% to -2% at S=1024 (B=8)
 // and no change at S=2048 (B=8); at D=64 S=512 the same walk lost 5%.
-template <int kHeadDim, KvAddressing kKv>
-constexpr bool kHasWalk = kHeadDim == 128 && kKv == KvAddressing::kStrided;
+template <int kHeadDim, KvAddressing kKv, bool kCompact>
+constexpr bool kHasWalk = kHeadDim == 128 && kKv == KvAddressing::kStrided && !kCompact;
 
 // Units a section: 16 MiB over one unit's K/V at maxKvLen keys (the cache capacity in LLM
 // mode, so a cache larger than its sequences makes sections smaller, never wrong).
@@ -27,44 +27,58 @@ inline int32_t walkUnits(FmhaParams const& p) {
     return static_cast<int32_t>(units < 1 ? 1 : units > INT32_MAX ? INT32_MAX : units);
 }
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
-cudaError_t KernelSm80<kElem, kHeadDim, kKv>::launch(FmhaParams const& p, cudaStream_t stream) {
-    using Tile = TileSm80<kHeadDim>;
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kCompact>
+cudaError_t KernelSm80<kElem, kHeadDim, kKv, kCompact>::launch(FmhaParams const& p, cudaStream_t stream) {
+    using Tile = TileSm80<kHeadDim, kCompact>;
     dim3 const grid((p.maxSeqLenQ + Tile::kBlockM - 1) / Tile::kBlockM, p.numQHeads, p.batch * Tile::kVSplits);
-    if constexpr (kHasWalk<kHeadDim, kKv>) {
+    // cudaLaunchKernel returns this launch's error alone (the <<<>>> form needs a
+    // cudaGetLastError, which would also take, and blame us for, an earlier pending error).
+    auto go = [&](void const* kernel, FmhaParams const& params) {
+        void* args[] = {const_cast<FmhaParams*>(&params)};
+        return cudaLaunchKernel(kernel, grid, dim3(Tile::kNThreads), args, Tile::kSmemBytes, stream);
+    };
+    if constexpr (kHasWalk<kHeadDim, kKv, kCompact>) {
         int32_t const units = walkUnits(p);
         if (units > 1) {
             FmhaParams walked = p;
             walked.walkUnits = units;
-            fwdKernelSm80<kElem, kHeadDim, kKv, true><<<grid, Tile::kNThreads, Tile::kSmemBytes, stream>>>(walked);
-            return cudaGetLastError();
+            return go(reinterpret_cast<void const*>(&fwdKernelSm80<kElem, kHeadDim, kKv, true, kCompact>), walked);
         }
     }
-    fwdKernelSm80<kElem, kHeadDim, kKv, false><<<grid, Tile::kNThreads, Tile::kSmemBytes, stream>>>(p);
-    return cudaGetLastError();
+    return go(reinterpret_cast<void const*>(&fwdKernelSm80<kElem, kHeadDim, kKv, false, kCompact>), p);
 }
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
-cudaError_t KernelSm80<kElem, kHeadDim, kKv>::prepare() {
-    int const bytes = TileSm80<kHeadDim>::kSmemBytes;
-    if constexpr (kHasWalk<kHeadDim, kKv>) {
-        cudaError_t const e = cudaFuncSetAttribute(fwdKernelSm80<kElem, kHeadDim, kKv, true>,
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kCompact>
+cudaError_t KernelSm80<kElem, kHeadDim, kKv, kCompact>::prepare() {
+    int const bytes = TileSm80<kHeadDim, kCompact>::kSmemBytes;
+    if constexpr (kHasWalk<kHeadDim, kKv, kCompact>) {
+        cudaError_t const e = cudaFuncSetAttribute(fwdKernelSm80<kElem, kHeadDim, kKv, true, kCompact>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
         if (e != cudaSuccess) return e;
     }
-    return cudaFuncSetAttribute(fwdKernelSm80<kElem, kHeadDim, kKv, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    return cudaFuncSetAttribute(fwdKernelSm80<kElem, kHeadDim, kKv, false, kCompact>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 bytes);
 }
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
-cudaError_t KernelSm80<kElem, kHeadDim, kKv>::probe() {
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kCompact>
+cudaError_t KernelSm80<kElem, kHeadDim, kKv, kCompact>::probe() {
     cudaFuncAttributes attr;
-    return cudaFuncGetAttributes(&attr, fwdKernelSm80<kElem, kHeadDim, kKv, false>);
+    return cudaFuncGetAttributes(&attr, fwdKernelSm80<kElem, kHeadDim, kKv, false, kCompact>);
 }
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
-int KernelSm80<kElem, kHeadDim, kKv>::smemBytes() {
-    return TileSm80<kHeadDim>::kSmemBytes;
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kCompact>
+int KernelSm80<kElem, kHeadDim, kKv, kCompact>::smemBytes() {
+    return TileSm80<kHeadDim, kCompact>::kSmemBytes;
+}
+
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kCompact>
+int KernelSm80<kElem, kHeadDim, kKv, kCompact>::blockM() {
+    return TileSm80<kHeadDim, kCompact>::kBlockM;
+}
+
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kCompact>
+int KernelSm80<kElem, kHeadDim, kKv, kCompact>::blockN() {
+    return TileSm80<kHeadDim, kCompact>::kBlockN;
 }
 
 }  // namespace fmha::sm80

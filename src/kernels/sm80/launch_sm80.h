@@ -8,12 +8,16 @@
 
 namespace fmha::sm80 {
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
+// kCompact: the narrow-tile configuration for small shared memories (tile_sm80.h).
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kCompact = false>
 struct KernelSm80 {
+    // The launch's own error (an earlier pending error is neither returned nor cleared).
     static cudaError_t launch(FmhaParams const& params, cudaStream_t stream);
     static cudaError_t prepare();  // raise the dynamic shared-memory limit on the current device
     static cudaError_t probe();    // cudaSuccess iff the binary holds code for the current device
     static int smemBytes();
+    static int blockM();
+    static int blockN();
 };
 
 }  // namespace fmha::sm80

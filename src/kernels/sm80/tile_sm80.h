@@ -7,9 +7,15 @@ namespace fmha::sm80 {
 // caller's layout stays unpadded (72 runs in the 80 instance, its last 8 columns zero).
 constexpr int paddedHeadDim(int d) { return d <= 64 ? 64 : d <= 80 ? 80 : d <= 96 ? 96 : d <= 128 ? 128 : d <= 256 ? 256 : 512; }
 
-template <int kHeadDim>
+// kCompact: the configuration for GPUs whose blocks get at most 99 KB of shared memory
+// (sm_86, sm_89, sm_120) at D=128/256, and 163 KB (sm_80, sm_87) at D=512, where the default
+// tiles do not fit (104,544 B at D=128, 101,440 B at D=256, 166,976 B at D=512): narrower key
+// tiles, computed whole (32 keys at D=128: 69,696 B; 16 at D=256: 67,632 B and D=512:
+// 116,784 B). D=512 fits no 99 KB block (Q alone takes 66,560 B): no configuration there.
+template <int kHeadDim, bool kCompact = false>
 struct TileSm80 {
     static_assert(kHeadDim % 16 == 0, "padded head dim");
+    static_assert(!kCompact || kHeadDim >= 128, "the compact configuration exists for D >= 128");
     // Output columns one CTA owns. 16 rows x 256 columns of FP32 accumulators are 128
     // registers a thread; 512 would not fit, so D=512 splits the output over two CTAs
     // (each recomputes Q.K^T, the price of staying spill-free).
@@ -35,8 +41,8 @@ struct TileSm80 {
     // rows of the H200 against 32-key tiles; a rolled chunk loop: -3%). D=64 takes 128-key
     // tiles computed whole (64 + 128 registers), 4-7% faster than 64. D=256/512: 32-key
     // tiles keep Q + two K/V stages at two CTAs an SM (D=256) or within one SM's 227 KB (D=512).
-    static constexpr int kBlockN = kHeadDim <= 64 ? 128 : kHeadDim <= 128 ? 64 : 32;
-    static constexpr int kSubN = kHeadDim <= 64 ? 128 : kHeadDim <= 96 ? 64 : 32;
+    static constexpr int kBlockN = kCompact ? (kHeadDim <= 128 ? 32 : 16) : kHeadDim <= 64 ? 128 : kHeadDim <= 128 ? 64 : 32;
+    static constexpr int kSubN = kCompact ? kBlockN : kHeadDim <= 64 ? 128 : kHeadDim <= 96 ? 64 : 32;
     static_assert(kBlockN % kSubN == 0, "whole chunks per tile");
     // K/V stages: the next tile's loads are in flight while this one computes (one barrier a tile).
     static constexpr int kStages = 2;

@@ -11,6 +11,7 @@
 #include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
 
+#include "kernels/common/fill_rows.cuh"
 #include "kernels/common/mask.cuh"
 #include "kernels/common/seqlen.cuh"
 #include "kernels/common/softmax.cuh"
@@ -47,7 +48,8 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
 
     SeqInfo const seq(p, b);
     PackedRows const packed(p);
-    int const rows = packed.count(seq.lq), m0 = mBlock * kBlockM;
+    if (mBlock == 0) zeroUncomputedRows(p, seq, b, hq, 1 << p.packLog2);
+    int const rows = packed.count(seq.rows), m0 = mBlock * kBlockM;
     if (m0 >= rows) return;
     int const m1 = min(m0 + kBlockM, rows);
     int const q0 = packed.query(m0), q1 = packed.query(m1 - 1) + 1;  // the tile's query rows

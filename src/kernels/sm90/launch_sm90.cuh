@@ -15,8 +15,10 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv>::launch(FmhaParams const& p, cudaSt
                     static_cast<unsigned>(p.numQHeads >> p.packLog2), static_cast<unsigned>(p.batch));
     TmaDescs tma;
     makeTmaDescs(p, Tile::kBlockM, Tile::kBlockN, &tma);
-    fwdKernelSm90<kElem, kHeadDim, kKv><<<grid, Tile::kNThreads, Tile::kSmemBytes, stream>>>(p, tma);
-    return cudaGetLastError();
+    // This launch's error alone (see KernelSm80::launch).
+    void* args[] = {const_cast<FmhaParams*>(&p), &tma};
+    return cudaLaunchKernel(reinterpret_cast<void const*>(&fwdKernelSm90<kElem, kHeadDim, kKv>), grid,
+                            dim3(Tile::kNThreads), args, Tile::kSmemBytes, stream);
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
@@ -34,6 +36,16 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv>::probe() {
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
 int KernelSm90<kElem, kHeadDim, kKv>::smemBytes() {
     return TileSm90<kHeadDim>::kSmemBytes;
+}
+
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
+int KernelSm90<kElem, kHeadDim, kKv>::blockM() {
+    return TileSm90<kHeadDim>::kBlockM;
+}
+
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
+int KernelSm90<kElem, kHeadDim, kKv>::blockN() {
+    return TileSm90<kHeadDim>::kBlockN;
 }
 
 }  // namespace fmha::sm90

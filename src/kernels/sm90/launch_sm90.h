@@ -10,10 +10,12 @@ namespace fmha::sm90 {
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
 struct KernelSm90 {
-    static cudaError_t launch(FmhaParams const& params, cudaStream_t stream);
+    static cudaError_t launch(FmhaParams const& params, cudaStream_t stream);  // this launch's error alone
     static cudaError_t prepare();
     static cudaError_t probe();
     static int smemBytes();
+    static int blockM();
+    static int blockN();
 };
 
 }  // namespace fmha::sm90

@@ -202,7 +202,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         char const* qBase =
             static_cast<char const*>(p.q) + (seq.qBegin * rowStride + static_cast<int64_t>(hq) * D) * kElemBytes;
         PackedRows const packed(p);
-        int const rows = packed.count(seq.lq);
+        int const rows = packed.count(seq.rows);
         auto qRow = [&](int r) -> char const* {
             int const i = m0 + r;
             return i < rows ? qBase + packed.offset(i, rowStride, D) * kElemBytes : nullptr;
@@ -414,7 +414,7 @@ struct ConsumerSm90 {
         typename Mask::Row rm[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r)
-            rm[r] = row0 + 8 * r < packed.count(seq.lq) ? mask.row(packed.query(row0 + 8 * r)) : Mask::none();
+            rm[r] = row0 + 8 * r < packed.count(seq.rows) ? mask.row(packed.query(row0 + 8 * r)) : Mask::none();
         uint32_t pa[kBlockN / 16][4];
         {
             float s[kBlockN / 2];
