@@ -81,7 +81,7 @@ def ours_round(fmha, row, iters):
         same = ("mode", "head_dim", "heads", "kv_heads", "batch", "lq", "lk", "mask", "page_size")
         if any(again[k] != row[k] for k in same):
             raise SystemExit(f"row {row['row']} of the sweep is not the row of the input JSON")
-        return again["ours_tflops"]
+        return again.get("ours_tflops")  # absent where the row failed (its "error" says why)
 
 
 def main():
@@ -118,8 +118,10 @@ def main():
                 ms = sdpa_ms(r, backend, args.iters) if sdpa_ok else None
                 r[f"{key}_ms"] = ms
                 r[f"{key}_tflops"] = (r["flops"] / (ms * 1e-3) / 1e12) if ms else None
-        r["ratio_vs_cudnn"] = (r["ours_tflops"] / r["cudnn_tflops"]) if r.get("cudnn_tflops") else None
-        r["ratio_vs_fa2"] = (r["ours_tflops"] / r["fa2_tflops"]) if r.get("fa2_tflops") else None
+        r.setdefault("ours_tflops", None)  # a row that failed in fmha bench carries "error" instead
+        ours = r["ours_tflops"]
+        r["ratio_vs_cudnn"] = (ours / r["cudnn_tflops"]) if ours and r.get("cudnn_tflops") else None
+        r["ratio_vs_fa2"] = (ours / r["fa2_tflops"]) if ours and r.get("fa2_tflops") else None
         if "rounds" in r and r["ratio_vs_fa2"] is not None:  # each round's ours / FA2
             r["rounds"]["ratio_vs_fa2"] = [o / f for o, f in zip(r["rounds"]["ours_tflops"], r["rounds"]["fa2_tflops"])]
         r["torch"] = torch.__version__

@@ -105,6 +105,18 @@ inline std::vector<Case> edgeCases(double scale) {
         v.push_back(edge("ragged_gqa" + std::to_string(ratio), Mode::kPagedRagged, 64, {65, 3}, {200, 64},
                          ratio, 1));
     }
+    // Mixed chunk lengths of chunked prefill, as a new user first called it: rows of the second
+    // and third sequences were left unwritten (Hopper pack GQA; both families).
+    for (int page : {64, 128}) {
+        Case a = edge("ragged_mixed_window_p" + std::to_string(page), Mode::kPagedRagged, 128, {129, 64}, {900, 64}, 16, 2);
+        a.spec.window = 255;
+        a.spec.pageSize = page;
+        v.push_back(a);
+        Case b = edge("ragged_mixed_three_p" + std::to_string(page), Mode::kPagedRagged, 64, {77, 200, 3}, {1077, 200, 700},
+                      12, 2);
+        b.spec.pageSize = page;
+        v.push_back(b);
+    }
     for (int page : {16, 32, 64, 128, 256}) {
         Case c = edge("paged_page" + std::to_string(page), Mode::kPaged, 128, {97}, {len(700)}, 4, 2);
         c.spec.pageSize = page;

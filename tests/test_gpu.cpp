@@ -13,6 +13,7 @@
 
 #include "cases.h"
 #include "dispatch.h"
+#include "fuzz.h"
 #include "problems.h"
 #include "reference/numeric.h"
 
@@ -62,6 +63,9 @@ class KernelVsReference : public ::testing::TestWithParam<Case> {};
 
 TEST_P(KernelVsReference, Matches) {
     FMHA_REQUIRE_GPU();
+    std::string why;
+    // Under a capped shared-memory budget (FMHA_SMEM_BUDGET) D=512 has no kernel on 99 KB.
+    if (!harness::kernelAvailable(GetParam().spec, &why)) GTEST_SKIP() << why;
     checkAgainstReference(GetParam().spec);
 }
 
@@ -388,6 +392,101 @@ TEST(Robustness, MalformedDeviceDataStaysInBounds) {
     harness::HostProblem r = harness::makeProblem(edge("badr", Mode::kPagedRagged, 64, {40, 20}, {300, 40}, 2, 2).spec);
     r.cuQ = {0, 1 << 29, -5};  // starts and ends outside the packed buffer
     EXPECT_TRUE(harness::runGpu(r, &gpu, &err)) << err;
+}
+
+// An unrelated error already pending on the thread (a failed allocation of the caller's) is
+// neither taken by the run nor reported as its failure: the run succeeds, computes the right
+// result, and the caller still finds its own error afterwards.
+TEST(ErrorPaths, PendingErrorIsNeitherConsumedNorBlamed) {
+    FMHA_REQUIRE_GPU();
+    for (bool portable : {false, true}) {
+        bool const previous = detail::setForcePortable(portable);
+        Case c = edge("pending", Mode::kPagedRagged, 128, {70, 33}, {300, 40}, 8, 2);
+        c.spec.seed ^= runSeed();
+        harness::HostProblem const p = harness::makeProblem(c.spec);
+        harness::GpuResult warm;
+        std::string warmErr;
+        // The first call for a kernel loads it (what preflight* does ahead of time); the CUDA
+        // runtime may clear a pending error while it loads a module.
+        ASSERT_TRUE(harness::runGpu(p, &warm, &warmErr)) << warmErr;
+        void* huge = nullptr;
+        ASSERT_EQ(cudaMalloc(&huge, size_t{1} << 62), cudaErrorMemoryAllocation);  // now pending
+        harness::GpuResult gpu;
+        std::string err;
+        EXPECT_TRUE(harness::runGpu(p, &gpu, &err)) << err;
+        EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation) << "the caller's pending error was consumed";
+        EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+        ref::Result exact, lowp;
+        ASSERT_TRUE(references(p, &exact, &lowp, &err)) << err;
+        harness::Verdict const v = harness::compare(p, gpu, exact, lowp);
+        EXPECT_TRUE(v.pass) << v.detail;
+        detail::setForcePortable(previous);
+    }
+}
+
+// After a kernel fault (the Q pointer is not device memory), the context's sticky error is
+// reported as such by the next call, not as a missing kernel or a failed launch of ours. It
+// runs in a child process (the fault ends the context); compute-sanitizer runs exclude it.
+TEST(ErrorPathsDeathTest, StickyContextErrorIsNamed) {
+    FMHA_REQUIRE_GPU();
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    auto child = [] {
+        Case c = edge("sticky", Mode::kLlm, 128, {64}, {128}, 4, 4);
+        harness::HostProblem const p = harness::makeProblem(c.spec);
+        FmhaRunner runner(4, 4, 128, 1, 64, p.shape.kvCacheCapacity);
+        void *kv = nullptr, *o = nullptr;
+        int32_t* cu = nullptr;
+        cudaMalloc(&kv, p.k.size());
+        cudaMalloc(&o, p.oElems * 2);
+        cudaMalloc(reinterpret_cast<void**>(&cu), p.cuKV.size() * 4);
+        cudaMemcpy(cu, p.cuKV.data(), p.cuKV.size() * 4, cudaMemcpyHostToDevice);
+        void const* bogusQ = reinterpret_cast<void const*>(uintptr_t{0x7f0000000000});
+        if (!runner.run(bogusQ, kv, o, cu, nullptr, 0.125F)) std::_Exit(3);
+        cudaError_t const fault = cudaDeviceSynchronize();
+        if (fault == cudaSuccess) std::_Exit(4);
+        bool const refused = !runner.run(kv, kv, o, cu, nullptr, 0.125F);
+        std::string const msg = lastError();
+        std::fprintf(stderr, "%s\n", msg.c_str());
+        bool const named = msg.find("sticky error") != std::string::npos &&
+                           msg.find(cudaGetErrorName(fault)) != std::string::npos;
+        std::_Exit(refused && named ? 0 : 5);
+    };
+    EXPECT_EXIT(child(), ::testing::ExitedWithCode(0), "sticky error");
+}
+
+// A fixed-seed batch of the randomized differential fuzzer (`fmha fuzz` runs the same
+// generator at any size): every mode, mask, dtype, head dim, page size and GQA ratio on
+// random lengths, through every kernel family the GPU has. A failure prints the problem
+// and the command that re-runs it alone.
+TEST(Fuzz, FixedSeedBatch) {
+    FMHA_REQUIRE_GPU();
+    constexpr uint64_t kSeed = 20261201;
+    harness::FuzzFilter filter;
+    filter.maxWork = 3e6;  // small problems: the suite also runs under compute-sanitizer
+    int failures = 0;
+    for (uint64_t i = 0; i < 300 && failures < 5; ++i) {
+        harness::FuzzVerdict const v = harness::runFuzzCase(harness::makeFuzzCase(kSeed, i, filter));
+        if (!v.pass) ++failures;
+        EXPECT_TRUE(v.pass) << v.detail << "\n  reproduce: " << harness::fuzzRepro(kSeed, i, filter);
+    }
+}
+
+// Corrupted device metadata (prefix sums that decrease, are negative or pass the capacity,
+// maxQSeqLen below the longest sequence, page ids outside the pool, bidirectional bounds out
+// of range): the call succeeds, rows no sequence computes stay unwritten and the others
+// follow the documented clamps. compute-sanitizer checks that nothing leaves the buffers.
+TEST(Fuzz, MalformedMetadataIsClamped) {
+    FMHA_REQUIRE_GPU();
+    constexpr uint64_t kSeed = 20261202;
+    harness::FuzzFilter filter;
+    filter.malformed = true;
+    filter.maxWork = 3e6;
+    int failures = 0;
+    for (uint64_t i = 0; i < 100 && failures < 5; ++i) {
+        harness::FuzzVerdict const v = harness::runFuzzCase(harness::makeFuzzCase(kSeed, i, filter));
+        if (!v.pass) ++failures;
+        EXPECT_TRUE(v.pass) << v.detail << "\n  reproduce: " << harness::fuzzRepro(kSeed, i, filter);
+    }
 }
 
 }  // namespace

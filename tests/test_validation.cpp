@@ -5,7 +5,9 @@
 
 #include <climits>
 #include <cmath>
+#include <chrono>
 #include <cstring>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -634,7 +636,91 @@ TEST(ErrorValidation, LogCallbackReceivesMessagesUntilRemoved) {
     EXPECT_TRUE(contains(fmha::lastError(), "head dim 100"));
 }
 
+// A callback that calls back into the library (set the callback, fail another call) runs
+// with no library lock held: it neither deadlocks nor sees its message change. Run on a
+// thread with a deadline, so that a deadlock fails the test instead of hanging it.
+TEST(ErrorValidation, LogCallbackMayCallBackIntoTheLibrary) {
+    struct Log {
+        std::vector<std::string> messages;
+        std::string firstAfterNested;  // the first message as the callback still holds it
+    };
+    static Log log;
+    log = {};
+    static fmha::LogCallback const callback = [](char const* m, void* user) {
+        Log& l = *static_cast<Log*>(user);
+        l.messages.push_back(m);
+        if (l.messages.size() == 1) {
+            fmha::setLogCallback(callback, user);  // takes the callback's lock
+            FmhaRunner inner(8, 3, 128, 1, 1, 1);
+            EXPECT_FALSE(inner.preflightLlm(nullptr));  // fails: calls this callback again
+            l.firstAfterNested = m;
+        }
+    };
+    auto body = std::async(std::launch::async, [] {
+        fmha::setLogCallback(callback, &log);
+        FmhaRunner runner(8, 2, 100, 2, 4, 256);
+        bool const ok = runner.preflightLlm(nullptr);
+        std::string const last = fmha::lastError();
+        fmha::setLogCallback(nullptr, nullptr);
+        return std::make_pair(ok, last);
+    });
+    ASSERT_EQ(body.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+        << "the log callback deadlocked calling back into the library";
+    auto const [ok, last] = body.get();
+    EXPECT_FALSE(ok);
+    ASSERT_EQ(log.messages.size(), 2U);
+    EXPECT_EQ(last, log.messages[0]) << "lastError() is the outer call's error";
+    EXPECT_TRUE(contains(log.messages[0], "head dim 100"));
+    EXPECT_TRUE(contains(log.messages[1], "multiple of numKVHeads"));
+    EXPECT_EQ(log.firstAfterNested, log.messages[0]);
+}
+
 // ---------------------------------------------------------------- canImplement* (build: sm_80 + PTX, sm_90a)
+
+// canImplement answers from the dispatcher's table for each SM class's shared memory a block:
+// every (mode, dtype, head dim) it accepts has a configuration that fits that class, and D=512
+// (no configuration fits 99 KB) is refused on the 99 KB classes.
+TEST(CanImplementValidation, EveryAcceptedCombinationFitsItsSmClass) {
+    using fmha::detail::KernelOps;
+    EXPECT_EQ(fmha::detail::smemPerBlockOfSm(86), 101376);
+    EXPECT_EQ(fmha::detail::smemPerBlockOfSm(89), 101376);
+    EXPECT_EQ(fmha::detail::smemPerBlockOfSm(87), 166912);
+    EXPECT_EQ(fmha::detail::smemPerBlockOfSm(80), 166912);
+    EXPECT_EQ(fmha::detail::smemPerBlockOfSm(90), 232448);
+    for (int sm : {80, 86, 87, 89, 90, 100, 120})
+        for (Mode m : {Mode::kLlm, Mode::kPaged, Mode::kPagedRagged, Mode::kVit})
+            for (DataType t : {DataType::kHALF, DataType::kBF16, DataType::kFP8})
+                for (int d : {64, 72, 80, 96, 128, 256, 512}) {
+                    if (!FmhaRunner::canImplementMode(m, t, d, sm)) continue;
+                    fmha::ElementKind const e = t == DataType::kFP8    ? fmha::ElementKind::kFp8
+                                                : t == DataType::kBF16 ? fmha::ElementKind::kBf16
+                                                                       : fmha::ElementKind::kFp16;
+                    fmha::KvAddressing const kv = m == Mode::kPaged || m == Mode::kPagedRagged
+                                                      ? fmha::KvAddressing::kPaged
+                                                      : fmha::KvAddressing::kStrided;
+                    KernelOps ops;
+                    ASSERT_TRUE(fmha::detail::findKernel(e, d, kv, sm, fmha::detail::smemPerBlockOfSm(sm), false, &ops));
+                    EXPECT_LE(ops.smemBytes, fmha::detail::smemPerBlockOfSm(sm)) << "sm " << sm << " D " << d;
+                }
+    for (int sm : {86, 89, 120}) {
+        EXPECT_TRUE(FmhaRunner::canImplementMode(Mode::kPaged, DataType::kHALF, 256, sm)) << sm;
+        EXPECT_TRUE(FmhaRunner::canImplementMode(Mode::kLlm, DataType::kFP8, 128, sm)) << sm;
+        EXPECT_FALSE(FmhaRunner::canImplementMode(Mode::kPaged, DataType::kHALF, 512, sm)) << sm;
+    }
+    EXPECT_TRUE(FmhaRunner::canImplementMode(Mode::kPaged, DataType::kHALF, 512, 80));
+    EXPECT_TRUE(FmhaRunner::canImplementMode(Mode::kPaged, DataType::kHALF, 512, 87));
+    // The 99 KB and 163 KB classes take the compact tiles where the default ones do not fit.
+    KernelOps ops;
+    ASSERT_TRUE(fmha::detail::findKernel(fmha::ElementKind::kFp16, 128, fmha::KvAddressing::kStrided, 86, 101376,
+                                         false, &ops));
+    EXPECT_TRUE(ops.compact);
+    ASSERT_TRUE(fmha::detail::findKernel(fmha::ElementKind::kFp16, 128, fmha::KvAddressing::kStrided, 80, 166912,
+                                         false, &ops));
+    EXPECT_FALSE(ops.compact);
+    ASSERT_TRUE(fmha::detail::findKernel(fmha::ElementKind::kFp16, 512, fmha::KvAddressing::kPaged, 80, 166912,
+                                         false, &ops));
+    EXPECT_TRUE(ops.compact);
+}
 
 TEST(CanImplementValidation, HeadDimsAndSmVersions) {
     EXPECT_TRUE(FmhaRunner::canImplement(128, 90));
@@ -645,7 +731,7 @@ TEST(CanImplementValidation, HeadDimsAndSmVersions) {
     EXPECT_FALSE(FmhaRunner::canImplementViT(512, 90));
     EXPECT_FALSE(FmhaRunner::canImplementViT(48, 90));
     for (int32_t d : {64, 72, 80, 96, 128, 256})
-        for (int32_t sm : {80, 86, 89, 90, 100, 120}) {
+        for (int32_t sm : {80, 86, 87, 89, 90, 100, 120}) {
             EXPECT_TRUE(FmhaRunner::canImplement(d, sm) && fmha_can_implement(d, sm)) << "d " << d << " sm " << sm;
             EXPECT_TRUE(FmhaRunner::canImplementViT(d, sm) && fmha_can_implement_vit(d, sm)) << "d " << d;
         }

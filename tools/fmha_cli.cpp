@@ -1,5 +1,6 @@
 // The fmha command line: `info` (build, device, support matrix), `run` (a realistic problem
-// per mode, verified against the reference) and `bench` (timed sweep, JSON rows).
+// per mode, verified against the reference), `bench` (timed sweep, JSON rows) and `fuzz`
+// (random problems through every kernel family against the reference).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,8 +17,10 @@
 #include <cuda_runtime_api.h>
 
 #include "device.h"
+#include "dispatch.h"
 #include "fmha/fmha.h"
 #include "fmha_build_config.h"
+#include "fuzz.h"
 #include "problems.h"
 
 using namespace fmha;
@@ -52,26 +55,114 @@ struct Flags {
     }
 };
 
-bool parseFlags(int argc, char** argv, int first, Flags* f) {
-    static char const* const kBool[] = {"causal", "no-causal", "bidirectional", "quick", "no-verify"};
+// One flag of a command: its name, whether it takes a value, its meaning and default.
+struct FlagDef {
+    char const* name;
+    bool takesValue;
+    char const* help;
+};
+
+struct Command {
+    char const* name;
+    char const* summary;
+    std::vector<FlagDef> flags;
+};
+
+std::vector<Command> const& commands() {
+    static std::vector<Command> const cmds = {
+        {"info", "build, device, the kernel configuration per SM class and the support matrix", {}},
+        {"run",
+         "one realistic problem per mode on the GPU (or the CPU backend), verified against the reference",
+         {{"mode", true, "llm, paged, ragged, vit or all (default all)"},
+          {"device", true, "cpu or gpu (default: gpu where there is one)"},
+          {"dtype", true, "fp16, bf16 or fp8 (default fp16)"},
+          {"batch", true, "sequences (default: 1; ragged and vit 4)"},
+          {"heads", true, "query heads (default 32; vit 16)"},
+          {"kv-heads", true, "KV heads (default 8; vit: --heads)"},
+          {"head-dim", true, "head dim (default 128; vit 80)"},
+          {"seq-q", true, "queries per sequence, the longest in ragged/vit (default 2048; ragged and vit 1024)"},
+          {"seq-kv", true, "keys per sequence (default 4096; ragged 3072; vit: --seq-q)"},
+          {"page-size", true, "tokens per page in the paged modes (default 128)"},
+          {"window", true, "sliding window W, keys i+off-W .. i+off (default: none)"},
+          {"causal", false, "causal mask (the default)"},
+          {"no-causal", false, "paged mode: no causal mask"},
+          {"bidirectional", false, "paged mode: random bidirectional vision runs"},
+          {"skip", true, "skip-softmax factor S, FP16 causal (default 0: off)"},
+          {"seed", true, "input seed (default 1)"},
+          {"no-verify", false, "CPU: time the reference alone, skip the naive cross-check"}}},
+        {"bench",
+         "the timed sweep (medians of CUDA-event samples after warm-up), one JSON row per problem",
+         {{"quick", false, "the short sweep"},
+          {"row", true, "time one row of the sweep, by index"},
+          {"json", true, "write the rows to this file"},
+          {"iters", true, "timed samples a row (default 20)"},
+          {"launches", true, "back-to-back launches a sample (default 10; 1: one launch, the host's gap included)"},
+          {"commit", true, "commit recorded in the JSON (default unknown)"},
+          {"dtype", true, "fp16, bf16 or fp8 (default fp16)"}}},
+        {"fuzz",
+         "random problems of every mode through every kernel family against the reference; stops at the "
+         "first mismatch with a one-line reproduction",
+         {{"cases", true, "cases to run (default 1000)"},
+          {"seed", true, "run seed (default 1)"},
+          {"start", true, "first case index (default 0): shards of one run"},
+          {"case", true, "run this one case alone and print it"},
+          {"mode", true, "llm, paged, ragged or vit only (default: all)"},
+          {"dtype", true, "fp16, bf16 or fp8 only (default: all)"},
+          {"malformed", false, "corrupt the device metadata; judge the documented clamping"},
+          {"max-work", true, "the reference's multiply-adds a case at most (default 4e7); lengths shrink to fit"}}},
+    };
+    return cmds;
+}
+
+Command const* findCommand(std::string const& name) {
+    for (Command const& c : commands())
+        if (name == c.name) return &c;
+    return nullptr;
+}
+
+void commandHelp(Command const& c) {
+    std::printf("usage: fmha %s%s\n  %s\n", c.name, c.flags.empty() ? "" : " [flags]", c.summary);
+    for (FlagDef const& f : c.flags)
+        std::printf("  --%-14s %s\n", (std::string(f.name) + (f.takesValue ? " V" : "")).c_str(), f.help);
+}
+
+// Flags of command c from argv[first..]; an unknown flag, a stray argument or a missing value
+// is an error (false, message on stderr).
+bool parseFlags(Command const& c, int argc, char** argv, int first, Flags* f) {
     for (int i = first; i < argc; ++i) {
         std::string a = argv[i];
         if (a.rfind("--", 0) != 0) {
-            std::fprintf(stderr, "fmha: unexpected argument '%s'\n", a.c_str());
+            std::fprintf(stderr, "fmha %s: unexpected argument '%s' (fmha %s --help lists the flags)\n", c.name,
+                         a.c_str(), c.name);
             return false;
         }
         a = a.substr(2);
-        bool isBool = false;
-        for (char const* b : kBool) isBool = isBool || a == b;
-        if (isBool) {
+        FlagDef const* def = nullptr;
+        for (FlagDef const& d : c.flags)
+            if (a == d.name) def = &d;
+        if (def == nullptr) {
+            std::fprintf(stderr, "fmha %s: unknown flag --%s (fmha %s --help lists the flags)\n", c.name, a.c_str(),
+                         c.name);
+            return false;
+        }
+        if (!def->takesValue) {
             f->values[a] = "1";
         } else if (i + 1 < argc) {
             f->values[a] = argv[++i];
         } else {
-            std::fprintf(stderr, "fmha: --%s needs a value\n", a.c_str());
+            std::fprintf(stderr, "fmha %s: --%s needs a value\n", c.name, a.c_str());
             return false;
         }
     }
+    return true;
+}
+
+bool parseMode(std::string const& s, Mode* m) {
+    if (s == "llm") *m = Mode::kLlm;
+    else if (s == "paged") *m = Mode::kPaged;
+    else if (s == "ragged") *m = Mode::kPagedRagged;
+    else if (s == "vit") *m = Mode::kVit;
+    else return false;
     return true;
 }
 
@@ -84,15 +175,8 @@ bool parseDtype(std::string const& s, DataType* t) {
 }
 
 void usage() {
-    std::puts(
-        "usage: fmha info\n"
-        "       fmha run [--mode llm|paged|ragged|vit|all] [--device cpu|gpu] [--dtype fp16|bf16|fp8]\n"
-        "                [--batch N] [--heads N] [--kv-heads N] [--head-dim N] [--seq-q N] [--seq-kv N]\n"
-        "                [--page-size N] [--window N] [--causal|--no-causal] [--bidirectional] [--skip S] [--seed N]\n"
-        "                [--no-verify]   (CPU: time the reference alone, skip the naive cross-check)\n"
-        "       fmha bench [--quick] [--row I] [--json FILE] [--iters N] [--launches K] [--commit SHA]\n"
-        "                (--launches: K back-to-back launches a timed sample, default 10; 1 = one launch,\n"
-        "                 the host's launch gap included)");
+    std::puts("usage: fmha <command> [flags]   (fmha <command> --help: the command's flags)\ncommands:");
+    for (Command const& c : commands()) std::printf("  %-6s %s\n", c.name, c.summary);
 }
 
 int cmdInfo() {
@@ -110,7 +194,7 @@ int cmdInfo() {
     } else {
         std::printf("device: none (%s)\n", why.c_str());
     }
-    std::vector<int> sms = {80, 86, 89, 90, 100, 120};
+    std::vector<int> sms = {80, 86, 87, 89, 90, 100, 120};
     if (sm != 0 && std::find(sms.begin(), sms.end(), sm) == sms.end()) sms.push_back(sm);
     Mode const modes[] = {Mode::kLlm, Mode::kPaged, Mode::kPagedRagged, Mode::kVit};
     DataType const types[] = {DataType::kHALF, DataType::kBF16, DataType::kFP8};
@@ -132,6 +216,25 @@ int cmdInfo() {
         }
     std::printf("page sizes (paged modes): powers of two in [%d, %d]\n", FmhaRunner::kMinPageSize,
                 FmhaRunner::kMaxPageSize);
+    // The configuration the dispatcher picks per SM class (its shared memory a block), paged
+    // KV (contiguous KV takes the same tiles; D=512 exists for the paged modes only).
+    std::printf("\nkernel configuration per SM class (paged KV): family rows x keys, shared memory in bytes\n");
+    for (int s : sms) {
+        int const budget = detail::smemPerBlockOfSm(s);
+        for (ElementKind e : {ElementKind::kFp16, ElementKind::kFp8}) {
+            std::printf("sm_%d %3d KB %-5s", s, budget / 1024, e == ElementKind::kFp8 ? "fp8" : "fp16");
+            for (int d : dims) {
+                detail::KernelOps ops;
+                if (detail::findKernel(e, d, KvAddressing::kPaged, s, budget, false, &ops))
+                    std::printf("  D=%d %s%s %dx%d %d", d, ops.family, ops.compact ? "c" : "", ops.blockM, ops.blockN,
+                                ops.smemBytes);
+                else
+                    std::printf("  D=%d none", d);
+            }
+            std::printf("\n");
+        }
+    }
+    std::printf("(sm80c: the portable family's compact tiles; FP16 and BF16 take the same configuration)\n");
     return 0;
 }
 
@@ -205,11 +308,9 @@ bool buildSpec(Mode mode, bool cpu, Flags& f, ProblemSpec* s) {
 int cmdRun(Flags& f) {
     std::string const modeArg = f.str("mode", "all");
     std::vector<Mode> modes;
+    Mode one;
     if (modeArg == "all") modes = {Mode::kLlm, Mode::kPaged, Mode::kPagedRagged, Mode::kVit};
-    else if (modeArg == "llm") modes = {Mode::kLlm};
-    else if (modeArg == "paged") modes = {Mode::kPaged};
-    else if (modeArg == "ragged") modes = {Mode::kPagedRagged};
-    else if (modeArg == "vit") modes = {Mode::kVit};
+    else if (parseMode(modeArg, &one)) modes = {one};
     else {
         std::fprintf(stderr, "fmha: --mode must be llm, paged, ragged, vit or all\n");
         return 2;
@@ -362,7 +463,18 @@ int cmdBench(Flags& f) {
     std::string const jsonPath = f.str("json", "");
     std::string const commit = f.str("commit", "unknown");
     DataType dtype = DataType::kHALF;
-    if (!parseDtype(f.str("dtype", "fp16"), &dtype)) return 2;
+    if (!parseDtype(f.str("dtype", "fp16"), &dtype)) {
+        std::fprintf(stderr, "fmha bench: --dtype must be fp16, bf16 or fp8\n");
+        return 2;
+    }
+    std::ofstream jsonOut;
+    if (!jsonPath.empty()) {  // opened first: a sweep is not run for a file that cannot be written
+        jsonOut.open(jsonPath);
+        if (!jsonOut) {
+            std::fprintf(stderr, "fmha bench: cannot open %s for writing\n", jsonPath.c_str());
+            return 2;
+        }
+    }
     bool const quick = f.has("quick");
     std::vector<BenchRow> rows = benchSweep(quick);
     for (size_t i = 0; i < rows.size(); ++i) rows[i].index = static_cast<int>(i);
@@ -381,6 +493,18 @@ int cmdBench(Flags& f) {
     std::printf("%-6s %-5s %4s %5s %3s %5s %6s %6s %-6s %5s %9s %8s %s\n", "mode", "dtype", "D", "H", "Hkv", "B",
                 "Lq", "Lk", "mask", "page", "ms", "TFLOPS", "family");
     int failures = 0;
+    // A row's identity in the JSON, with its result or its error after it.
+    auto jsonRow = [&](BenchRow const& r, HostProblem const& p) {
+        bool const paged = r.spec.mode == Mode::kPaged || r.spec.mode == Mode::kPagedRagged;
+        json << (r.index != rows.front().index ? ",\n" : "") << "  {\"mode\": \"" << modeName(r.spec.mode)
+             << "\", \"dtype\": \"" << dataTypeName(dtype) << "\", \"head_dim\": " << r.spec.headDim
+             << ", \"heads\": " << r.spec.numQHeads << ", \"kv_heads\": " << r.spec.numKVHeads
+             << ", \"batch\": " << r.spec.lk.size() << ", \"lq\": " << r.spec.lq[0] << ", \"lk\": " << r.spec.lk[0]
+             << ", \"mask\": \"" << r.mask << "\", \"page_size\": " << (paged ? r.spec.pageSize : 0)
+             << ", \"flops\": " << harness::countFlops(p) << ", \"device\": \"" << dev.name << "\", \"sweep\": \""
+             << (quick ? "quick" : "full") << "\", \"row\": " << r.index << ", \"launches\": " << launches
+             << ", \"date\": \"" << today() << "\", \"commit\": \"" << commit << "\"";
+    };
     for (size_t i = 0; i < rows.size(); ++i) {
         BenchRow& r = rows[i];
         r.spec.dtype = dtype;
@@ -391,6 +515,13 @@ int cmdBench(Flags& f) {
         if (!harness::runGpu(p, &gpu, &err, iters, launches)) {
             std::printf("%-6s error: %s\n", modeName(r.spec.mode), err.c_str());
             ++failures;
+            jsonRow(r, p);
+            std::string quoted;
+            for (char ch : err) {
+                if (ch == '"' || ch == '\\') quoted += '\\';
+                quoted += static_cast<unsigned char>(ch) < 0x20 ? ' ' : ch;
+            }
+            json << ", \"error\": \"" << quoted << "\"}";
             continue;
         }
         double const tflops = harness::countFlops(p) / (gpu.medianMs * 1e-3) / 1e12;
@@ -401,25 +532,88 @@ int cmdBench(Flags& f) {
                     dataTypeName(dtype), r.spec.headDim, r.spec.numQHeads, r.spec.numKVHeads, r.spec.lk.size(),
                     r.spec.lq[0], r.spec.lk[0], r.mask.c_str(), paged ? r.spec.pageSize : 0, gpu.medianMs, tflops,
                     family.c_str());
-        json << (i ? ",\n" : "") << "  {\"mode\": \"" << modeName(r.spec.mode) << "\", \"dtype\": \""
-             << dataTypeName(dtype) << "\", \"head_dim\": " << r.spec.headDim << ", \"heads\": " << r.spec.numQHeads
-             << ", \"kv_heads\": " << r.spec.numKVHeads << ", \"batch\": " << r.spec.lk.size()
-             << ", \"lq\": " << r.spec.lq[0] << ", \"lk\": " << r.spec.lk[0] << ", \"mask\": \"" << r.mask
-             << "\", \"page_size\": " << (paged ? r.spec.pageSize : 0) << ", \"ours_ms\": " << gpu.medianMs
-             << ", \"ours_tflops\": " << tflops << ", \"flops\": " << harness::countFlops(p)
-             << ", \"family\": \"" << gpu.family << "\", \"packed_heads\": " << gpu.packedHeads
-             << ", \"device\": \"" << dev.name << "\", \"sweep\": \"" << (quick ? "quick" : "full")
-             << "\", \"row\": " << r.index << ", \"launches\": " << launches << ", \"date\": \"" << today()
-             << "\", \"commit\": \"" << commit << "\"}";
+        jsonRow(r, p);
+        json << ", \"ours_ms\": " << gpu.medianMs << ", \"ours_tflops\": " << tflops << ", \"family\": \""
+             << gpu.family << "\", \"packed_heads\": " << gpu.packedHeads << "}";
     }
     json << "\n]\n";
     std::fprintf(stderr, "\n");
     if (!jsonPath.empty()) {
-        std::ofstream out(jsonPath);
-        out << json.str();
+        jsonOut << json.str();
+        jsonOut.close();
+        if (!jsonOut) {
+            std::fprintf(stderr, "fmha bench: writing %s failed\n", jsonPath.c_str());
+            return 2;
+        }
         std::printf("wrote %s\n", jsonPath.c_str());
     }
     return failures == 0 ? 0 : 1;
+}
+
+// Random problems through every family against the reference (tools/fuzz.h).
+int cmdFuzz(Flags& f) {
+    std::string why;
+    if (!harness::gpuAvailable(&why)) {
+        std::fprintf(stderr, "fmha fuzz needs a GPU: %s\n", why.c_str());
+        return 1;
+    }
+    harness::FuzzFilter filter;
+    std::string const modeArg = f.str("mode", "all");
+    if (modeArg != "all") {
+        Mode m;
+        if (!parseMode(modeArg, &m)) {
+            std::fprintf(stderr, "fmha fuzz: --mode must be llm, paged, ragged or vit\n");
+            return 2;
+        }
+        filter.mode = static_cast<int>(m);
+    }
+    if (f.has("dtype")) {
+        DataType t;
+        if (!parseDtype(f.str("dtype", ""), &t)) {
+            std::fprintf(stderr, "fmha fuzz: --dtype must be fp16, bf16 or fp8\n");
+            return 2;
+        }
+        filter.dtype = static_cast<int>(t);
+    }
+    filter.malformed = f.has("malformed");
+    filter.maxWork = f.real("max-work", static_cast<float>(filter.maxWork));
+    uint64_t const seed = std::strtoull(f.str("seed", "1").c_str(), nullptr, 10);
+    long long const cases = f.integer("cases", 1000), start = f.integer("start", 0);
+    long long const one = f.integer("case", -1);
+    if (!f.errors.empty() || cases < 0 || start < 0) {
+        for (auto& e : f.errors) std::fprintf(stderr, "fmha fuzz: %s\n", e.c_str());
+        std::fprintf(stderr, "fmha fuzz: --cases, --start and --case need counts >= 0\n");
+        return 2;
+    }
+    long long const first = one >= 0 ? one : start, last = one >= 0 ? one + 1 : start + cases;
+    std::map<std::string, long long> families;
+    auto t0 = std::chrono::steady_clock::now();
+    auto lastReport = t0;
+    for (long long i = first; i < last; ++i) {
+        harness::FuzzCase const c = harness::makeFuzzCase(seed, static_cast<uint64_t>(i), filter);
+        harness::FuzzVerdict const v = harness::runFuzzCase(c);
+        for (std::string const& fam : v.families) ++families[fam];
+        if (v.skipped) ++families["skipped (no kernel fits the budget)"];
+        if (one >= 0 || !v.pass) std::printf("case %lld: %s %s\n", i, v.pass ? "PASS" : "FAIL", v.detail.c_str());
+        if (!v.pass) {
+            std::printf("reproduce: %s\n", harness::fuzzRepro(seed, static_cast<uint64_t>(i), filter).c_str());
+            return 1;
+        }
+        auto now = std::chrono::steady_clock::now();
+        if (i + 1 == last || std::chrono::duration<double>(now - lastReport).count() > 10) {
+            lastReport = now;
+            std::printf("fuzz seed %llu: %lld/%lld cases passed (", static_cast<unsigned long long>(seed), i + 1 - first,
+                        last - first);
+            bool firstFam = true;
+            for (auto const& [fam, n] : families) {
+                std::printf("%s%s %lld", firstFam ? "" : ", ", fam.c_str(), n);
+                firstFam = false;
+            }
+            std::printf("), %.0f s\n", std::chrono::duration<double>(now - t0).count());
+            std::fflush(stdout);
+        }
+    }
+    return 0;
 }
 
 }  // namespace
@@ -429,13 +623,22 @@ int main(int argc, char** argv) {
         usage();
         return argc < 2 ? 2 : 0;
     }
-    std::string const cmd = argv[1];
+    Command const* c = findCommand(argv[1]);
+    if (c == nullptr) {
+        std::fprintf(stderr, "fmha: unknown command '%s'\n", argv[1]);
+        usage();
+        return 2;
+    }
+    for (int i = 2; i < argc; ++i)
+        if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+            commandHelp(*c);
+            return 0;
+        }
     Flags f;
-    if (!parseFlags(argc, argv, 2, &f)) return 2;
+    if (!parseFlags(*c, argc, argv, 2, &f)) return 2;
+    std::string const cmd = c->name;
     if (cmd == "info") return cmdInfo();
     if (cmd == "run") return cmdRun(f);
     if (cmd == "bench") return cmdBench(f);
-    std::fprintf(stderr, "fmha: unknown command '%s'\n", cmd.c_str());
-    usage();
-    return 2;
+    return cmdFuzz(f);
 }

@@ -11,6 +11,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "device.h"
+#include "dispatch.h"
 #include "error.h"
 #include "reference/numeric.h"
 
@@ -147,7 +149,7 @@ HostProblem makeProblem(ProblemSpec const& specIn) {
         p.shape.kvCacheCapacity = p.maxPagesPerSeq * T;
         int32_t used = 0;
         for (int32_t b = 0; b < B; ++b) used += 2 * ((spec.lk[b] + T - 1) / T);
-        p.numPages = used + spec.sparepages;
+        p.numPages = std::max(1, used + spec.sparepages);  // a pool holds a page even when no sequence has a key
         std::vector<int32_t> ids(static_cast<size_t>(p.numPages));
         std::iota(ids.begin(), ids.end(), 0);
         std::shuffle(ids.begin(), ids.end(), rng);
@@ -198,6 +200,24 @@ bool gpuAvailable(std::string* why) {
         return false;
     }
     return true;
+}
+
+bool kernelAvailable(ProblemSpec const& spec, std::string* why) {
+    detail::DeviceInfo dev;
+    if (!detail::currentDevice(&dev)) {
+        if (why) *why = lastError();
+        return false;
+    }
+    ElementKind const e = spec.dtype == DataType::kFP8    ? ElementKind::kFp8
+                          : spec.dtype == DataType::kBF16 ? ElementKind::kBf16
+                                                          : ElementKind::kFp16;
+    KvAddressing const kv =
+        spec.mode == Mode::kPaged || spec.mode == Mode::kPagedRagged ? KvAddressing::kPaged : KvAddressing::kStrided;
+    detail::KernelOps ops;
+    int const budget = detail::smemBudget(dev.maxSmemOptin);
+    if (detail::findKernel(e, spec.headDim, kv, dev.smVersion, budget, spec.skip > 0, &ops)) return true;
+    if (why) *why = "no kernel fits " + std::to_string(budget) + " bytes of shared memory a block";
+    return false;
 }
 
 namespace {
@@ -484,7 +504,33 @@ double countFlops(HostProblem const& p) {
 
 namespace fmha::harness {
 
-void naiveAttention(HostProblem const& p, ref::Result* out) {
+// Where sequence b's rows and keys lie under the documented clamps (docs/SEMANTICS.md,
+// "Device-side data the host cannot check"); the identity on valid metadata.
+SeqGeometry seqGeometry(HostProblem const& p, int32_t b) {
+    ProblemSpec const& s = p.spec;
+    auto clamp = [](int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v, lo), hi); };
+    SeqGeometry g;
+    bool const batchedQ = s.mode == Mode::kLlm || s.mode == Mode::kPaged;
+    int64_t const capacity = s.mode == Mode::kVit ? p.totalQ : p.shape.kvCacheCapacity;
+    if (batchedQ) {
+        g.qBegin = int64_t{b} * p.shape.seqLenQ;
+        g.lq = p.shape.seqLenQ;
+        g.rows = g.lq;
+    } else {
+        g.qBegin = clamp(p.cuQ[b], 0, p.totalQ);
+        g.lq = clamp(p.cuQ[b + 1], g.qBegin, p.totalQ) - g.qBegin;
+        g.rows = std::min<int64_t>(g.lq, p.maxQ);  // rows past maxQSeqLen are not computed
+    }
+    if (s.mode == Mode::kVit) {
+        g.kvBegin = clamp(p.cuKV[b], 0, capacity);
+        g.lk = clamp(p.cuKV[b + 1], g.kvBegin, capacity) - g.kvBegin;
+    } else {
+        g.lk = clamp(int64_t{p.cuKV[b + 1]} - p.cuKV[b], 0, capacity);
+    }
+    return g;
+}
+
+void naiveAttention(HostProblem const& p, ref::Result* out, std::vector<int32_t>* coverage) {
     ProblemSpec const& s = p.spec;
     int32_t const B = static_cast<int32_t>(s.lk.size()), Hq = s.numQHeads, Hkv = s.numKVHeads, D = s.headDim;
     int32_t const group = Hq / Hkv;
@@ -492,31 +538,39 @@ void naiveAttention(HostProblem const& p, ref::Result* out) {
     double const scale = attentionScaleOf(s);
     bool const batchedQ = s.mode == Mode::kLlm || s.mode == Mode::kPaged;
     int32_t const sq = batchedQ ? s.lq[0] : 0;
+    int64_t const oRows = p.oElems / (int64_t{Hq} * D);
     out->o.assign(static_cast<size_t>(p.oElems), 0.0);
     out->lse.assign(static_cast<size_t>(p.lseElems), -INFINITY);
+    if (coverage) coverage->assign(static_cast<size_t>(oRows), 0);
     auto elem = [&](std::vector<uint8_t> const& buf, int64_t idx) { return ref::loadElement(buf.data(), idx, t); };
     for (int32_t b = 0; b < B; ++b) {
-        int64_t const lq = s.lq[b], lk = s.lk[b];
-        int64_t const qRow0 = batchedQ ? int64_t{b} * sq : p.cuQ[b];
+        SeqGeometry const geo = seqGeometry(p, b);
+        int64_t const lq = geo.lq, lk = geo.lk, rows = geo.rows, qRow0 = geo.qBegin;
+        if (coverage)
+            for (int64_t i = 0; i < rows; ++i) ++(*coverage)[static_cast<size_t>(qRow0 + i)];
         for (int32_t h = 0; h < Hq; ++h) {
             int32_t const hk = h / group;
-            auto kIndex = [&](int64_t j, int which) -> int64_t {  // element index of K/V row j
+            auto kIndex = [&](int64_t j, int which) -> int64_t {  // element index of K/V row j; -1: reads as zero
                 switch (s.mode) {
                 case Mode::kLlm: return (((int64_t{b} * 2 + which) * Hkv + hk) * p.shape.kvCacheCapacity + j) * D;
-                case Mode::kVit: return ((p.cuQ[b] + j) * Hkv + hk) * D;
+                case Mode::kVit: return ((geo.kvBegin + j) * Hkv + hk) * D;
                 default: {
                     int32_t const T = s.pageSize;
                     int64_t const page = p.pageTable[(int64_t{b} * 2 + which) * p.maxPagesPerSeq + j / T];
+                    if (page < 0 || page >= p.numPages) return -1;  // outside the pool: zeros
                     return ((page * T + j % T) * Hkv + hk) * D;
                 }
                 }
             };
+            auto kvElem = [&](std::vector<uint8_t> const& buf, int64_t base, int32_t d) {
+                return base < 0 ? 0.0 : elem(buf, base + d);
+            };
             std::vector<uint8_t> const& vbuf = s.mode == Mode::kVit ? p.v : p.k;
             // Score and mask matrices.
-            std::vector<double> S(static_cast<size_t>(lq * lk));
-            std::vector<char> M(static_cast<size_t>(lq * lk));
+            std::vector<double> S(static_cast<size_t>(rows * lk));
+            std::vector<char> M(static_cast<size_t>(rows * lk));
             bool const causal = s.mode != Mode::kVit && !(s.mode == Mode::kPaged && !s.causal);
-            for (int64_t i = 0; i < lq; ++i)
+            for (int64_t i = 0; i < rows; ++i)
                 for (int64_t j = 0; j < lk; ++j) {
                     bool ok = !causal || j <= i + (lk - lq);
                     if (causal && s.window != INT_MAX && j < i + (lk - lq) - s.window) ok = false;
@@ -525,18 +579,19 @@ void naiveAttention(HostProblem const& p, ref::Result* out) {
                         if (bb >= 0 && j >= bb && j <= be) ok = true;
                     }
                     M[i * lk + j] = ok;
+                    int64_t const kb = kIndex(j, 0);
                     double dot = 0;
                     for (int32_t d = 0; d < D; ++d)
-                        dot += elem(p.q, ((qRow0 + i) * Hq + h) * D + d) * p.qScale *
-                               (elem(p.k, kIndex(j, 0) + d) * p.kScale);
+                        dot += elem(p.q, ((qRow0 + i) * Hq + h) * D + d) * p.qScale * (kvElem(p.k, kb, d) * p.kScale);
                     S[i * lk + j] = dot * scale;
                 }
-            for (int64_t i = 0; i < lq; ++i) {
+            for (int64_t i = 0; i < rows; ++i) {
                 double mx = -INFINITY;
                 for (int64_t j = 0; j < lk; ++j)
                     if (M[i * lk + j]) mx = std::max(mx, S[i * lk + j]);
                 int64_t const oRow = ((qRow0 + i) * Hq + h) * D;
                 int64_t const lseIdx = batchedQ ? (int64_t{b} * Hq + h) * sq + i : int64_t{h} * p.totalQ + qRow0 + i;
+                for (int32_t d = 0; d < D; ++d) out->o[static_cast<size_t>(oRow + d)] = 0.0;
                 if (mx == -INFINITY) continue;  // O stays 0, LSE -inf
                 double sum = 0;
                 for (int64_t j = 0; j < lk; ++j)
@@ -544,8 +599,9 @@ void naiveAttention(HostProblem const& p, ref::Result* out) {
                 for (int64_t j = 0; j < lk; ++j) {
                     if (!M[i * lk + j]) continue;
                     double const w = std::exp(S[i * lk + j] - mx) / sum;
+                    int64_t const vb = kIndex(j, 1);
                     for (int32_t d = 0; d < D; ++d)
-                        out->o[static_cast<size_t>(oRow + d)] += w * elem(vbuf, kIndex(j, 1) + d) * p.vScale;
+                        out->o[static_cast<size_t>(oRow + d)] += w * kvElem(vbuf, vb, d) * p.vScale;
                 }
                 out->lse[static_cast<size_t>(lseIdx)] = mx + std::log(sum);
             }

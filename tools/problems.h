@@ -84,14 +84,31 @@ struct Verdict {
 Verdict compare(HostProblem const& p, GpuResult const& gpu, ref::Result const& exact, ref::Result const& lowp,
                 double extraBound = 0.0);
 
+// Sequence b's packed Q rows and keys as the kernels read them: the metadata clamped as
+// docs/SEMANTICS.md documents for malformed device data (the identity on valid metadata).
+struct SeqGeometry {
+    int64_t qBegin = 0;   // first Q/O row
+    int64_t lq = 0;       // queries (the causal offset is lk - lq)
+    int64_t rows = 0;     // rows computed: lq, at most maxQSeqLen in the packed modes
+    int64_t kvBegin = 0;  // ViT: first K/V row
+    int64_t lk = 0;
+};
+SeqGeometry seqGeometry(HostProblem const& p, int32_t b);
+
 // A second, naive evaluation of the same problem for cross-checking the reference:
 // materialises each (sequence, head) score matrix and its mask matrix in float64. No
-// skip-softmax, no precision emulation. O and LSE in the layouts of ref::Result.
-void naiveAttention(HostProblem const& p, ref::Result* out);
+// skip-softmax, no precision emulation. O and LSE in the layouts of ref::Result. It reads
+// the metadata through seqGeometry() and page ids outside the pool as zero keys, so it also
+// judges malformed problems; coverage (optional): per output row, the sequences computing it.
+void naiveAttention(HostProblem const& p, ref::Result* out, std::vector<int32_t>* coverage = nullptr);
 
 // FLOPs of the problem (4 * D per allowed (query, key) pair, counted exactly).
 double countFlops(HostProblem const& p);
 
 bool gpuAvailable(std::string* why);
+
+// Whether the current GPU, under the dispatcher's shared-memory budget (which a test may cap
+// below the device's), has a kernel for the problem; *why says why not.
+bool kernelAvailable(ProblemSpec const& spec, std::string* why);
 
 }  // namespace fmha::harness
