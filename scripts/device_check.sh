@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over binaries built elsewhere: GPU tests, compute-sanitizer,
 # `fmha run`, and the benchmark with the cuDNN/FA2 comparison. Logs go to $OUT (or ./out).
-# usage: device_check.sh BIN_DIR [tests] [sass] [memcheck] [memcheck-portable] [racecheck]
-#                          [synccheck] [racecheck-portable] [run] [bench|quickbench] [portbench] [ncu]
+# usage: device_check.sh BIN_DIR [tests] [capped] [fuzz] [fuzz-memcheck] [sass] [memcheck] [memcheck-portable]
+#                          [racecheck] [synccheck] [racecheck-portable] [run] [bench|quickbench] [portbench] [ncu]
+# capped: the GPU suite under the shared-memory budgets of the 99 KB and 163 KB GPU classes
+# (FMHA_SMEM_BUDGET), so that their kernel configurations run here. fuzz: FUZZ_CASES (default
+# 20000) cases of `fmha fuzz` in 8 parallel shards, valid and malformed metadata, then
+# FUZZ_CAP_CASES (default 2000) under each capped budget. fuzz-memcheck: FUZZ_MEMCHECK_CASES (default 500) under memcheck.
 # ncu profiles the quick-sweep rows named in NCU_ROWS (indices; default "1 5 13"), one
 # kernel launch each, with the Hopper family and (row 5) the portable one. ROUNDS=N (N > 1)
 # times every benchmark row N times, ours and SDPA in turn (compare_sdpa.py --rounds).
@@ -25,7 +29,7 @@ launches=""
 [ -n "${LAUNCHES:-}" ] && launches="--launches $LAUNCHES"
 # sanitize TOOL LOG FILTER: one compute-sanitizer tool over a subset of the GPU tests.
 sanitize() {
-  t compute-sanitizer --tool "$1" --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 --gtest_filter="$3" \
+  t compute-sanitizer --tool "$1" --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 --gtest_filter="$3:-*DeathTest*:ErrorPaths.*" \
     > "$out/$2.log" 2>&1 || status=1
   grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/$2.log" | tail -5
 }
@@ -54,6 +58,55 @@ for what in "$@"; do
       FMHA_KERNEL_FAMILY=portable t "$bin/fmha_gpu_tests" --gtest_brief=1 > "$out/gpu_tests_portable.log" 2>&1 || status=1
       grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED|tests ran|test seed" "$out/gpu_tests_portable.log" | head -40
       ;;
+    capped)
+      for cap in 101376 166912; do
+        step "GPU suite, shared-memory budget capped at $cap bytes"
+        FMHA_SMEM_BUDGET=$cap t "$bin/fmha_gpu_tests" --gtest_brief=1 > "$out/gpu_tests_cap$cap.log" 2>&1 || status=1
+        grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED|tests ran" "$out/gpu_tests_cap$cap.log" | head -20
+      done
+      ;;
+    fuzz)
+      n=${FUZZ_CASES:-20000}
+      shard=$(( (n + 7) / 8 ))
+      step "fmha fuzz: $n valid cases and $n malformed, 8 shards each"
+      for kind in valid malformed; do
+        flag=""; [ $kind = malformed ] && flag="--malformed"
+        for s in 0 1 2 3 4 5 6 7; do
+          t "$bin/fmha" fuzz --seed 1 --start $((s * shard)) --cases $shard $flag > "$out/fuzz_${kind}_$s.log" 2>&1 &
+        done
+        wait
+        for s in 0 1 2 3 4 5 6 7; do tail -1 "$out/fuzz_${kind}_$s.log"; grep -A1 "FAIL" "$out/fuzz_${kind}_$s.log" | head -4; done
+        grep -q FAIL "$out"/fuzz_${kind}_*.log && status=1
+      done
+      nc=${FUZZ_CAP_CASES:-2000}
+      for cap in 101376 166912; do
+        step "fmha fuzz under a $cap-byte budget: $nc cases"
+        for s in 0 1 2 3; do
+          FMHA_SMEM_BUDGET=$cap t "$bin/fmha" fuzz --seed 2 --start $((s * nc / 4)) --cases $((nc / 4)) \
+            > "$out/fuzz_cap${cap}_$s.log" 2>&1 &
+        done
+        wait
+        for s in 0 1 2 3; do tail -1 "$out/fuzz_cap${cap}_$s.log"; grep -A1 "FAIL" "$out/fuzz_cap${cap}_$s.log" | head -4; done
+        grep -q FAIL "$out"/fuzz_cap${cap}_*.log && status=1
+      done
+      ;;
+    fuzz-memcheck)
+      n=${FUZZ_MEMCHECK_CASES:-500}
+      shard=$(( (n + 3) / 4 ))
+      step "compute-sanitizer memcheck over fmha fuzz: $n valid and $n malformed cases, 4 shards each"
+      for kind in valid malformed; do
+        flag=""; [ $kind = malformed ] && flag="--malformed"
+        for s in 0 1 2 3; do
+          t compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fmha" fuzz --seed 3 --start $((s * shard)) \
+            --cases $shard $flag > "$out/fuzz_memcheck_${kind}_$s.log" 2>&1 &
+        done
+        wait
+        for s in 0 1 2 3; do
+          grep -E "cases passed|FAIL|ERROR SUMMARY" "$out/fuzz_memcheck_${kind}_$s.log" | tail -2
+        done
+        grep -qE "FAIL|ERROR SUMMARY: [1-9]" "$out"/fuzz_memcheck_${kind}_*.log && status=1
+      done
+      ;;
     sass)
       step "SASS: wgmma/mma instructions and local memory per kernel family"
       cuobjdump --dump-sass "$bin/fmha" > "$out/sass.txt" 2>&1
@@ -63,13 +116,13 @@ for what in "$@"; do
     memcheck)
       step "compute-sanitizer memcheck, whole GPU suite"
       t compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 \
-        > "$out/memcheck.log" 2>&1 || status=1
+        --gtest_filter='-*DeathTest*:ErrorPaths.*' > "$out/memcheck.log" 2>&1 || status=1
       grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/memcheck.log" | tail -5
       ;;
     memcheck-portable)
       step "compute-sanitizer memcheck, whole GPU suite, portable family"
       FMHA_KERNEL_FAMILY=portable t compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fmha_gpu_tests" \
-        --gtest_brief=1 > "$out/memcheck_portable.log" 2>&1 || status=1
+        --gtest_brief=1 --gtest_filter='-*DeathTest*:ErrorPaths.*' > "$out/memcheck_portable.log" 2>&1 || status=1
       grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/memcheck_portable.log" | tail -5
       ;;
     racecheck)
