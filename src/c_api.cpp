@@ -29,6 +29,8 @@ fmha_runner* fmha_runner_create(int32_t num_q_heads, int32_t num_kv_heads, int32
 
 void fmha_runner_destroy(fmha_runner* runner) { delete runner; }
 
+int32_t fmha_version(void) { return FMHA_VERSION_NUMBER; }
+
 const char* fmha_last_error(void) { return fmha::lastError(); }
 
 bool fmha_run_llm(fmha_runner* r, const void* q, const void* kv, void* o, const int32_t* cu_kv, void* stream,

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "fmha/export.h"
+
 #if defined(FMHA_USE_TENSORRT_DATATYPE)
 #include <NvInferRuntimeBase.h>
 #endif
@@ -32,7 +34,7 @@ using ApiDataType = DataType;
 
 inline DataType toDataType(ApiDataType t) { return static_cast<DataType>(static_cast<int32_t>(t)); }
 
-char const* dataTypeName(DataType t);
+FMHA_API char const* dataTypeName(DataType t);
 
 }  // namespace fmha
 

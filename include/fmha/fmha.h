@@ -8,6 +8,8 @@
 #include <cuda_runtime_api.h>
 
 #include "fmha/data_type.h"
+#include "fmha/export.h"
+#include "fmha/version.h"
 
 namespace fmha {
 
@@ -21,21 +23,21 @@ enum class MaskType : int32_t {
 
 enum class Mode : int32_t { kLlm = 0, kPaged = 1, kPagedRagged = 2, kVit = 3 };
 
-char const* modeName(Mode m);
+FMHA_API char const* modeName(Mode m);
 
 // The reason of the last failed call on this thread; "" after a call that succeeded.
 // A failed launch names its CUDA error; a sticky context error (an earlier kernel's fault) is
 // named as such. A run* call of a loaded variant (after preflight*, or a first run) neither
 // clears nor reports a CUDA error already pending on the thread from unrelated work.
-char const* lastError();
+FMHA_API char const* lastError();
 
 // The kernel family of this thread's last successful run* call: "sm90" (Hopper wgmma
 // kernels) or "sm80" (the portable mma.sync kernels); "" before any.
-char const* lastKernelFamily();
+FMHA_API char const* lastKernelFamily();
 
 // Optional sink for every error message (any thread). Pass nullptr to remove it.
 using LogCallback = void (*)(char const* message, void* user);
-void setLogCallback(LogCallback callback, void* user);
+FMHA_API void setLogCallback(LogCallback callback, void* user);
 
 // Mode 1: batched Q [B, S_q, Hq, D] over a contiguous KV cache [B, 2, Hkv, Cap, D].
 struct LlmArgs {
@@ -120,7 +122,7 @@ struct VitArgs {
     float* lse = nullptr;  // optional float32 [H, totalSeqLen]
 };
 
-class FmhaRunner {
+class FMHA_API FmhaRunner {
 public:
     FmhaRunner(int32_t numQHeads, int32_t numKVHeads, int32_t headDim, int32_t batchSize = 0,
                int32_t seqLenQ = 0, int32_t kvCacheCapacity = 0);
