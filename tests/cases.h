@@ -2,6 +2,7 @@
 // head dim on random shapes, plus the shapes that have broken real kernels (STYLE.md).
 #pragma once
 
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +15,8 @@ struct Case {
     std::string name;
     harness::ProblemSpec spec;
 };
+// gtest prints a parameter by its case name.
+inline void PrintTo(Case const& c, std::ostream* os) { *os << c.name; }
 
 inline std::string dtypeTag(DataType t) { return t == DataType::kHALF ? "fp16" : t == DataType::kBF16 ? "bf16" : "fp8"; }
 
@@ -148,6 +151,157 @@ inline std::vector<Case> edgeCases(double scale) {
         v.push_back(w);
     }
     return v;
+}
+
+
+// Longer sequences for the multi-tile paths of the two tile configurations.
+inline std::vector<Case> longCases() {
+    std::vector<Case> v;
+    for (DataType t : {DataType::kHALF, DataType::kBF16, DataType::kFP8})
+        for (int d : {64, 128, 256}) {
+            Case c = edge("llm_long_" + dtypeTag(t) + "_d" + std::to_string(d), Mode::kLlm, d, {1100}, {2300}, 4, 1);
+            c.spec.dtype = t;
+            v.push_back(c);
+        }
+    Case w = edge("paged_long_window", Mode::kPaged, 128, {900}, {2000}, 8, 2);
+    w.spec.window = 500;
+    v.push_back(w);
+    return v;
+}
+
+// Scores spread wide (inputs in [-3, 3] and [-8, 8]): a row's max keeps rising over the key
+// sweep, by less than 2^8 between chunks (the portable kernel's softmax reference then lags
+// it, probabilities above 1) and by more (the reference moves mid-sequence).
+inline std::vector<Case> wideScoreCases() {
+    auto wide = [](std::string name, Mode m, int d, float range, DataType t) {
+        Case c = edge("wide_" + name + "_" + dtypeTag(t) + "_d" + std::to_string(d) + "_r" +
+                          std::to_string(static_cast<int>(range)),
+                      m, d, {300}, {2300}, 4, 2);
+        c.spec.dtype = t;
+        c.spec.valueRange = range;
+        return c;
+    };
+    std::vector<Case> v;
+    for (int d : {64, 80, 128, 256})
+        for (float range : {3.0F, 8.0F}) v.push_back(wide("llm", Mode::kLlm, d, range, DataType::kHALF));
+    v.push_back(wide("llm", Mode::kLlm, 128, 8.0F, DataType::kBF16));
+    v.push_back(wide("llm", Mode::kLlm, 128, 8.0F, DataType::kFP8));
+    Case p = wide("paged_noncausal_p16", Mode::kPaged, 128, 8.0F, DataType::kHALF);
+    p.spec.pageSize = 16;
+    p.spec.causal = false;
+    v.push_back(p);
+    Case w = wide("vit", Mode::kVit, 96, 8.0F, DataType::kHALF);
+    w.spec.lq = {700, 1500};
+    w.spec.lk = w.spec.lq;
+    w.spec.numKVHeads = 4;
+    v.push_back(w);
+    return v;
+}
+
+// More work tiles (query tile x head x sequence) than the GPU has SMs, with ragged, short
+// and empty sequences among them: several waves of CTAs, many pipelines ending early.
+inline std::vector<Case> manyTileCases() {
+    std::vector<Case> v;
+    auto lengths = [](int n, int lo, int hi, uint32_t seed) {
+        std::vector<int> out;
+        for (int i = 0; i < n; ++i) {
+            seed = seed * 1664525u + 1013904223u;
+            out.push_back(lo + static_cast<int>((seed >> 8) % static_cast<uint32_t>(hi - lo + 1)));
+        }
+        return out;
+    };
+    Case a = edge("many_llm_causal_d128", Mode::kLlm, 128, std::vector<int>(40, 200), lengths(40, 200, 420, 1), 4, 2);
+    v.push_back(a);
+    Case b = edge("many_paged_window_d64_p16", Mode::kPaged, 64, std::vector<int>(40, 190), lengths(40, 190, 600, 2),
+                  4, 1);
+    b.spec.pageSize = 16;
+    b.spec.window = 150;
+    v.push_back(b);
+    Case c = edge("many_paged_bidir_d128_p256", Mode::kPaged, 128, std::vector<int>(24, 260), lengths(24, 260, 700, 3),
+                  4, 4);
+    c.spec.pageSize = 256;
+    c.spec.bidirectional = true;
+    v.push_back(c);
+    Case d = edge("many_ragged_gqa7_d64", Mode::kPagedRagged, 64, lengths(48, 0, 200, 4), lengths(48, 200, 500, 5), 7, 1);
+    d.spec.pageSize = 64;
+    v.push_back(d);
+    Case e = edge("many_vit_d128", Mode::kVit, 128, {}, {}, 4, 4);
+    e.spec.lq = lengths(60, 0, 300, 6);
+    e.spec.lk = e.spec.lq;
+    v.push_back(e);
+    Case f = edge("many_paged_noncausal_bf16_d256", Mode::kPaged, 256, std::vector<int>(40, 140), lengths(40, 1, 300, 7),
+                  4, 4);
+    f.spec.dtype = DataType::kBF16;
+    f.spec.causal = false;
+    f.spec.pageSize = 128;
+    v.push_back(f);
+    // The portable D=128 kernel over contiguous KV walks short causal launches in sections of
+    // (head, sequence) units, about 16 MiB of K/V each: here about 65 units of 144 (in the
+    // first case about 77 of 160), so the walk crosses sections and ends in a partial one.
+    // FP8 runs it under either dispatch, the first case only with FMHA_KERNEL_FAMILY=portable.
+    Case g = edge("many_llm_causal_fp8_d128", Mode::kLlm, 128, std::vector<int>(36, 300), lengths(36, 300, 1000, 8), 4,
+                  2);
+    g.spec.dtype = DataType::kFP8;
+    v.push_back(g);
+    return v;
+}
+
+// Pack GQA (Hopper family): the query heads of one KV head in one tile of rows. Short chunks
+// pack by default; forcing it covers long, multi-tile sequences (causal diagonals and window
+// edges inside packed tiles) too.
+struct PackCase {
+    Case c;
+    int setting;  // setPackGqa: -1 default, 1 always, 0 never
+    int packed;   // heads packed where the Hopper family runs (1 elsewhere)
+};
+inline void PrintTo(PackCase const& pc, std::ostream* os) { *os << pc.c.name; }
+
+inline std::vector<PackCase> packGqaCases() {
+    std::vector<PackCase> cases;
+    auto add = [&](Case c, int setting, int packed) { cases.push_back({std::move(c), setting, packed}); };
+    add(edge("llm_hg4", Mode::kLlm, 128, {40}, {300}, 8, 2), -1, 4);
+    add(edge("llm_hg8_one_row", Mode::kLlm, 64, {1, 1}, {129, 64}, 16, 2), -1, 8);
+    Case w = edge("llm_hg2_window_d256", Mode::kLlm, 256, {33}, {500}, 4, 2);
+    w.spec.window = 100;
+    add(w, -1, 2);
+    Case p16 = edge("paged_hg4_p16", Mode::kPaged, 128, {50, 50}, {600, 300}, 8, 2);
+    p16.spec.pageSize = 16;
+    p16.spec.dtype = DataType::kBF16;
+    add(p16, -1, 4);
+    Case nc = edge("paged_hg16_noncausal", Mode::kPaged, 128, {8}, {1000}, 16, 1);
+    nc.spec.causal = false;
+    add(nc, -1, 16);
+    Case bd = edge("paged_hg4_bidir", Mode::kPaged, 64, {60, 60}, {400, 250}, 4, 1);
+    bd.spec.bidirectional = true;
+    add(bd, -1, 4);
+    add(edge("ragged_hg8", Mode::kPagedRagged, 128, {1, 17, 0, 90}, {300, 200, 50, 700}, 16, 2), -1, 8);
+    add(edge("ragged_hg4_d80", Mode::kPagedRagged, 80, {30, 5}, {200, 90}, 4, 1), -1, 4);
+    add(edge("llm_hg4_forced_long", Mode::kLlm, 128, {300, 300}, {700, 333}, 8, 2), 1, 4);
+    Case fw = edge("paged_hg8_forced_window", Mode::kPaged, 64, {200}, {900}, 8, 1);
+    fw.spec.window = 300;
+    add(fw, 1, 8);
+    add(edge("llm_hg4_off", Mode::kLlm, 128, {40}, {300}, 8, 2), 0, 1);
+    add(edge("llm_hg6_not_pow2", Mode::kLlm, 128, {20}, {300}, 12, 2), -1, 1);
+    Case f8 = edge("llm_hg4_fp8", Mode::kLlm, 128, {40}, {300}, 8, 2);
+    f8.spec.dtype = DataType::kFP8;
+    add(f8, -1, 1);  // FP8 runs in the portable family, which never packs
+    return cases;
+}
+
+// One problem per (mode, head dim, 16-bit dtype) that the Hopper family covers, for the
+// family-agreement test.
+inline std::vector<Case> familyCases() {
+    std::vector<Case> cases;
+    for (Mode m : {Mode::kLlm, Mode::kPaged, Mode::kPagedRagged, Mode::kVit})
+        for (int d : {64, 80, 128, 256})
+            for (DataType t : {DataType::kHALF, DataType::kBF16}) {
+                bool const vit = m == Mode::kVit;
+                Case c = edge(std::string(modeName(m)) + "_" + dtypeTag(t) + "_d" + std::to_string(d), m, d, {300, 130},
+                              {vit ? 300 : 700, vit ? 130 : 200}, 4, vit ? 4 : 2);
+                c.spec.dtype = t;
+                cases.push_back(c);
+            }
+    return cases;
 }
 
 }  // namespace fmha::testing

@@ -1,0 +1,59 @@
+// Scoped test settings: each restores what it changed when it goes out of scope, so a failing
+// assertion (which returns from the test) cannot leak a setting or memory into later tests.
+#pragma once
+
+#include <cstddef>
+
+#include <cuda_runtime_api.h>
+
+#include "dispatch.h"
+
+namespace fmha::testing {
+
+// Forces the portable family (true) or the default dispatch (false).
+class ScopedFamily {
+public:
+    explicit ScopedFamily(bool portable) : previous_(detail::setForcePortable(portable)) {}
+    ~ScopedFamily() { detail::setForcePortable(previous_); }
+    void set(bool portable) const { detail::setForcePortable(portable); }
+    ScopedFamily(ScopedFamily const&) = delete;
+    ScopedFamily& operator=(ScopedFamily const&) = delete;
+
+private:
+    bool previous_;
+};
+
+// The pack-GQA setting: -1 the heuristic, 1 always, 0 never.
+class ScopedPackGqa {
+public:
+    explicit ScopedPackGqa(int mode) : previous_(detail::setPackGqa(mode)) {}
+    ~ScopedPackGqa() { detail::setPackGqa(previous_); }
+    ScopedPackGqa(ScopedPackGqa const&) = delete;
+    ScopedPackGqa& operator=(ScopedPackGqa const&) = delete;
+
+private:
+    int previous_;
+};
+
+// Device memory freed with its scope; ptr is null when the allocation failed.
+class DeviceMemory {
+public:
+    explicit DeviceMemory(size_t bytes) {
+        if (cudaMalloc(&ptr_, bytes) != cudaSuccess) ptr_ = nullptr;
+    }
+    ~DeviceMemory() {
+        if (ptr_ != nullptr) cudaFree(ptr_);
+    }
+    DeviceMemory(DeviceMemory const&) = delete;
+    DeviceMemory& operator=(DeviceMemory const&) = delete;
+    void* get() const { return ptr_; }
+    template <class T>
+    T* as() const {
+        return static_cast<T*>(ptr_);
+    }
+
+private:
+    void* ptr_ = nullptr;
+};
+
+}  // namespace fmha::testing
