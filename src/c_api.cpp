@@ -1,7 +1,10 @@
 // C API: thin forwarding to the C++ runner; no exception crosses it.
 #include "fmha/fmha_c.h"
 
+#include <algorithm>
+#include <cstring>
 #include <new>
+#include <string>
 
 #include "error.h"
 #include "fmha/fmha.h"
@@ -14,6 +17,75 @@ namespace {
 cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
 bool nullRunner() { return fmha::detail::fail("runner is null"); }
 fmha::DataType asType(int32_t t) { return static_cast<fmha::DataType>(t); }
+// A caller's struct of type T, read by its struct_size: a struct from an older header (at
+// least the first version's size, which is today's) gets the defaults for the fields it
+// lacks; one from a newer header must leave the fields this library does not know zero.
+template <class T>
+bool readStruct(T const* in, char const* mode, char const* type, void (*init)(T*), T* out) {
+    using fmha::detail::fail;
+    std::string const where = std::string(mode) + ": " + type;
+    if (in == nullptr) return fail(where + " is null");
+    size_t const size = in->struct_size, first = sizeof(T);
+    if (size < first)
+        return fail(where + ".struct_size (" + std::to_string(size) + ") is below the first version's size (" +
+                    std::to_string(first) + "); set it to sizeof(" + type + ") or call " + type + "_init");
+    auto const* bytes = reinterpret_cast<unsigned char const*>(in);
+    for (size_t i = sizeof(T); i < size; ++i)
+        if (bytes[i] != 0)
+            return fail(where + " sets fields this library (" + std::to_string(FMHA_VERSION_MAJOR) + "." +
+                        std::to_string(FMHA_VERSION_MINOR) + ") does not know (struct_size " + std::to_string(size) +
+                        ")");
+    init(out);
+    std::memcpy(out, in, std::min(size, sizeof(T)));
+    return true;
+}
+
+bool toCpp(fmha_llm_args const* in, char const* mode, fmha::LlmArgs* a) {
+    fmha_llm_args c;
+    if (!readStruct(in, mode, "fmha_llm_args", fmha_llm_args_init, &c)) return false;
+    a->q = c.q, a->kv = c.kv, a->o = c.o, a->cuKVSeqLens = c.cu_kv_seq_lens, a->stream = asStream(c.stream);
+    a->attentionScale = c.attention_scale, a->slidingWindowSize = c.sliding_window_size;
+    a->inputType = asType(c.input_data_type), a->qScale = c.q_scale, a->kScale = c.k_scale, a->vScale = c.v_scale;
+    a->skipSoftmaxScaleFactor = c.skip_softmax_scale_factor, a->lse = c.lse;
+    return true;
+}
+
+bool toCpp(fmha_paged_args const* in, char const* mode, fmha::PagedArgs* a) {
+    fmha_paged_args c;
+    if (!readStruct(in, mode, "fmha_paged_args", fmha_paged_args_init, &c)) return false;
+    a->q = c.q, a->pool = c.paged_kv_pool, a->pageList = c.kv_cache_page_list, a->o = c.o;
+    a->cuKVSeqLens = c.cu_kv_seq_lens, a->numPages = c.num_pages, a->maxPagesPerSeq = c.max_pages_per_seq;
+    a->tokensPerPage = c.tokens_per_page, a->stream = asStream(c.stream), a->attentionScale = c.attention_scale;
+    a->slidingWindowSize = c.sliding_window_size, a->inputType = asType(c.input_data_type);
+    a->qScale = c.q_scale, a->kScale = c.k_scale, a->vScale = c.v_scale, a->isCausal = c.is_causal;
+    a->skipSoftmaxScaleFactor = c.skip_softmax_scale_factor;
+    a->bidirectionalBlockBegin = c.bidirectional_block_begin, a->bidirectionalBlockEnd = c.bidirectional_block_end;
+    a->lse = c.lse;
+    return true;
+}
+
+bool toCpp(fmha_paged_ragged_args const* in, char const* mode, fmha::PagedRaggedArgs* a) {
+    fmha_paged_ragged_args c;
+    if (!readStruct(in, mode, "fmha_paged_ragged_args", fmha_paged_ragged_args_init, &c)) return false;
+    a->q = c.q, a->pool = c.paged_kv_pool, a->pageList = c.kv_cache_page_list, a->o = c.o;
+    a->cuQSeqLens = c.cu_q_seq_lens, a->cuKVSeqLens = c.cu_kv_seq_lens, a->totalQSeqLen = c.total_q_seq_len;
+    a->maxQSeqLen = c.max_q_seq_len, a->numFlatPages = c.num_flat_pages, a->maxPagesPerSeq = c.max_pages_per_seq;
+    a->tokensPerPage = c.tokens_per_page, a->stream = asStream(c.stream), a->attentionScale = c.attention_scale;
+    a->slidingWindowSize = c.sliding_window_size, a->inputType = asType(c.input_data_type);
+    a->qScale = c.q_scale, a->kScale = c.k_scale, a->vScale = c.v_scale, a->lse = c.lse;
+    return true;
+}
+
+bool toCpp(fmha_vit_args const* in, char const* mode, fmha::VitArgs* a) {
+    fmha_vit_args c;
+    if (!readStruct(in, mode, "fmha_vit_args", fmha_vit_args_init, &c)) return false;
+    a->q = c.q, a->k = c.k, a->v = c.v, a->o = c.o, a->cuSeqLens = c.cu_seq_lens, a->totalSeqLen = c.total_seq_len;
+    a->maxSeqLen = c.max_seq_len, a->batchSize = c.batch_size, a->stream = asStream(c.stream);
+    a->attentionScale = c.attention_scale, a->inputType = asType(c.input_data_type);
+    a->qScale = c.q_scale, a->kScale = c.k_scale, a->vScale = c.v_scale, a->lse = c.lse;
+    return true;
+}
+
 }  // namespace
 
 extern "C" {
@@ -100,6 +172,82 @@ bool fmha_can_implement_paged_ragged(int32_t num_q_heads, int32_t num_kv_heads, 
 bool fmha_can_implement_vit(int32_t head_size, int32_t sm_version) {
     fmha::detail::clearError();
     return fmha::FmhaRunner::canImplementViT(head_size, sm_version);
+}
+
+void fmha_llm_args_init(fmha_llm_args* a) {
+    if (a == nullptr) return;
+    *a = fmha_llm_args{};
+    a->struct_size = sizeof(*a);
+    a->sliding_window_size = INT32_MAX;
+    a->input_data_type = static_cast<int32_t>(fmha::DataType::kHALF);
+    a->q_scale = a->k_scale = a->v_scale = 1.0F;
+}
+
+void fmha_paged_args_init(fmha_paged_args* a) {
+    if (a == nullptr) return;
+    *a = fmha_paged_args{};
+    a->struct_size = sizeof(*a);
+    a->sliding_window_size = INT32_MAX;
+    a->input_data_type = static_cast<int32_t>(fmha::DataType::kHALF);
+    a->q_scale = a->k_scale = a->v_scale = 1.0F;
+    a->is_causal = true;
+}
+
+void fmha_paged_ragged_args_init(fmha_paged_ragged_args* a) {
+    if (a == nullptr) return;
+    *a = fmha_paged_ragged_args{};
+    a->struct_size = sizeof(*a);
+    a->sliding_window_size = INT32_MAX;
+    a->input_data_type = static_cast<int32_t>(fmha::DataType::kHALF);
+    a->q_scale = a->k_scale = a->v_scale = 1.0F;
+}
+
+void fmha_vit_args_init(fmha_vit_args* a) {
+    if (a == nullptr) return;
+    *a = fmha_vit_args{};
+    a->struct_size = sizeof(*a);
+    a->input_data_type = static_cast<int32_t>(fmha::DataType::kHALF);
+    a->q_scale = a->k_scale = a->v_scale = 1.0F;
+}
+
+bool fmha_run_llm_args(fmha_runner* r, const fmha_llm_args* args) {
+    fmha::LlmArgs a;
+    return r == nullptr ? nullRunner() : toCpp(args, "llm", &a) && r->runner.run(a);
+}
+
+bool fmha_run_paged_args(fmha_runner* r, const fmha_paged_args* args) {
+    fmha::PagedArgs a;
+    return r == nullptr ? nullRunner() : toCpp(args, "paged", &a) && r->runner.runPaged(a);
+}
+
+bool fmha_run_paged_ragged_args(fmha_runner* r, const fmha_paged_ragged_args* args) {
+    fmha::PagedRaggedArgs a;
+    return r == nullptr ? nullRunner() : toCpp(args, "ragged", &a) && r->runner.run(a);
+}
+
+bool fmha_run_vit_args(fmha_runner* r, const fmha_vit_args* args) {
+    fmha::VitArgs a;
+    return r == nullptr ? nullRunner() : toCpp(args, "vit", &a) && r->runner.run(a);
+}
+
+bool fmha_preflight_llm_args(fmha_runner* r, const fmha_llm_args* args) {
+    fmha::LlmArgs a;
+    return r == nullptr ? nullRunner() : toCpp(args, "llm", &a) && r->runner.preflight(a);
+}
+
+bool fmha_preflight_paged_args(fmha_runner* r, const fmha_paged_args* args, bool use_bidirectional) {
+    fmha::PagedArgs a;
+    return r == nullptr ? nullRunner() : toCpp(args, "paged", &a) && r->runner.preflight(a, use_bidirectional);
+}
+
+bool fmha_preflight_paged_ragged_args(fmha_runner* r, const fmha_paged_ragged_args* args) {
+    fmha::PagedRaggedArgs a;
+    return r == nullptr ? nullRunner() : toCpp(args, "ragged", &a) && r->runner.preflight(a);
+}
+
+bool fmha_preflight_vit_args(fmha_runner* r, const fmha_vit_args* args) {
+    fmha::VitArgs a;
+    return r == nullptr ? nullRunner() : toCpp(args, "vit", &a) && r->runner.preflight(a);
 }
 
 }  // extern "C"

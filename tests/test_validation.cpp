@@ -20,10 +20,12 @@
 #include "dispatch.h"
 #include "fmha/fmha.h"
 #include "fmha/fmha_c.h"
+#include "c_args.h"
 
 namespace {
 
 using fmha::DataType;
+using fmha::harness::cArgs;
 using fmha::FmhaRunner;
 using fmha::MaskType;
 using fmha::Mode;
@@ -88,8 +90,18 @@ struct Case {
     Verdict verdict = Verdict::kRunRule;
 };
 
-enum class Api { kStruct, kSeed, kC };
-char const* apiName(Api api) { return api == Api::kStruct ? "struct API" : api == Api::kSeed ? "seed API" : "C API"; }
+enum class Api { kStruct, kSeed, kC, kCStruct };
+char const* apiName(Api api) {
+    switch (api) {
+    case Api::kStruct: return "struct API";
+    case Api::kSeed: return "seed API";
+    case Api::kC: return "C API";
+    case Api::kCStruct: return "C struct API";
+    }
+    return "";
+}
+constexpr Api kApis[] = {Api::kStruct, Api::kSeed, Api::kC, Api::kCStruct};
+
 
 // The seed and C signatures carry only a bool fp8Input and no LSE pointer.
 template <class Args>
@@ -266,6 +278,10 @@ struct LlmMode {
         Args const& a = s.args;
         bool const fp8 = a.inputType == DataType::kFP8;
         if (api == Api::kStruct) return runnerFor(s.shape).run(a);
+        if (api == Api::kCStruct) {
+            fmha_llm_args const c = cArgs(a);
+            return fmha_run_llm_args(cRunnerFor(s.shape).get(), &c);
+        }
         if (!seedExpressible(a)) return std::nullopt;
         if (api == Api::kSeed)
             return runnerFor(s.shape).run(a.q, a.kv, a.o, a.cuKVSeqLens, a.stream, a.attentionScale,
@@ -279,6 +295,10 @@ struct LlmMode {
         Args const& a = s.args;
         bool const fp8 = a.inputType == DataType::kFP8;
         if (api == Api::kStruct) return runnerFor(s.shape).preflight(a);
+        if (api == Api::kCStruct) {
+            fmha_llm_args const c = cArgs(a);
+            return fmha_preflight_llm_args(cRunnerFor(s.shape).get(), &c);
+        }
         if (!seedExpressible(a)) return std::nullopt;
         if (api == Api::kSeed)
             return runnerFor(s.shape).preflightLlm(a.stream, a.slidingWindowSize, fp8, a.skipSoftmaxScaleFactor);
@@ -320,6 +340,11 @@ struct PagedMode {
         bool const fp8 = a.inputType == DataType::kFP8;
         if (api == Api::kStruct)
             return kvType == a.inputType ? std::optional<bool>(runnerFor(s.shape).runPaged(a)) : std::nullopt;
+        if (api == Api::kCStruct) {  // the struct has no kvDataType: the input type is the cache's
+            if (kvType != a.inputType) return std::nullopt;
+            fmha_paged_args const c = cArgs(a);
+            return fmha_run_paged_args(cRunnerFor(s.shape).get(), &c);
+        }
         if (!seedExpressible(a)) return std::nullopt;
         if (api == Api::kSeed)
             return runnerFor(s.shape).runPaged(a.q, a.pool, a.pageList, a.o, a.cuKVSeqLens, a.numPages,
@@ -338,6 +363,10 @@ struct PagedMode {
         bool const fp8 = a.inputType == DataType::kFP8;
         bool const bidir = a.bidirectionalBlockBegin != nullptr;
         if (api == Api::kStruct) return runnerFor(s.shape).preflight(a, bidir);
+        if (api == Api::kCStruct) {
+            fmha_paged_args const c = cArgs(a);
+            return fmha_preflight_paged_args(cRunnerFor(s.shape).get(), &c, bidir);
+        }
         if (!seedExpressible(a)) return std::nullopt;
         if (api == Api::kSeed)
             return runnerFor(s.shape).preflightPaged(a.stream, a.slidingWindowSize, fp8, a.isCausal,
@@ -400,6 +429,10 @@ struct RaggedMode {
     static std::optional<bool> call(Api api, S const& s) {
         Args const& a = s.args;
         if (api == Api::kStruct) return runnerFor(s.shape).run(a);
+        if (api == Api::kCStruct) {
+            fmha_paged_ragged_args const c = cArgs(a);
+            return fmha_run_paged_ragged_args(cRunnerFor(s.shape).get(), &c);
+        }
         if (a.lse != nullptr) return std::nullopt;
         if (api == Api::kSeed)
             return runnerFor(s.shape).runPagedRagged(a.q, a.pool, a.pageList, a.o, a.cuQSeqLens, a.cuKVSeqLens,
@@ -415,6 +448,10 @@ struct RaggedMode {
     static std::optional<bool> preflight(Api api, S const& s) {
         Args const& a = s.args;
         if (api == Api::kStruct) return runnerFor(s.shape).preflight(a);
+        if (api == Api::kCStruct) {
+            fmha_paged_ragged_args const c = cArgs(a);
+            return fmha_preflight_paged_ragged_args(cRunnerFor(s.shape).get(), &c);
+        }
         if (api == Api::kSeed)
             return runnerFor(s.shape).preflightPagedRagged(a.stream, a.slidingWindowSize, a.inputType);
         return fmha_preflight_paged_ragged(cRunnerFor(s.shape).get(), a.stream, a.slidingWindowSize,
@@ -454,6 +491,10 @@ struct VitMode {
         Args const& a = s.args;
         bool const fp8 = a.inputType == DataType::kFP8;
         if (api == Api::kStruct) return runnerFor(s.shape).run(a);
+        if (api == Api::kCStruct) {
+            fmha_vit_args const c = cArgs(a);
+            return fmha_run_vit_args(cRunnerFor(s.shape).get(), &c);
+        }
         if (!seedExpressible(a)) return std::nullopt;
         if (api == Api::kSeed)
             return FmhaRunner(s.shape.hq, s.shape.hkv, s.shape.d)
@@ -466,6 +507,10 @@ struct VitMode {
     // preflightViT takes no data type: the seed and C paths check the FP16 variant only.
     static std::optional<bool> preflight(Api api, S const& s) {
         if (api == Api::kStruct) return runnerFor(s.shape).preflight(s.args);
+        if (api == Api::kCStruct) {
+            fmha_vit_args const c = cArgs(s.args);
+            return fmha_preflight_vit_args(cRunnerFor(s.shape).get(), &c);
+        }
         if (s.args.inputType != DataType::kHALF) return std::nullopt;
         if (api == Api::kSeed) return runnerFor(s.shape).preflightViT(s.args.stream);
         return fmha_preflight_vit(cRunnerFor(s.shape).get(), s.args.stream);
@@ -495,7 +540,7 @@ struct VitMode {
 };
 
 std::string lastErrorOf(Api api) {
-    char const* raw = api == Api::kC ? fmha_last_error() : fmha::lastError();
+    char const* raw = api == Api::kC || api == Api::kCStruct ? fmha_last_error() : fmha::lastError();
     EXPECT_NE(raw, nullptr);
     return raw != nullptr ? raw : "";
 }
@@ -509,7 +554,7 @@ void checkCase(Case<typename M::Args> const& c) {
     bool const accepted = c.verdict == Verdict::kAccept;
     if (accepted) M::nullLastPointer(s);
     int paths = 0;
-    for (Api api : {Api::kStruct, Api::kSeed, Api::kC}) {
+    for (Api api : kApis) {
         SCOPED_TRACE(std::string("run, ") + apiName(api));
         std::optional<bool> const ok = M::call(api, s);
         if (!ok) continue;
@@ -523,7 +568,7 @@ void checkCase(Case<typename M::Args> const& c) {
     }
     EXPECT_GT(paths, 0) << "no API can express this case";
     bool const variant = c.verdict == Verdict::kVariantRule;
-    for (Api api : {Api::kStruct, Api::kSeed, Api::kC}) {
+    for (Api api : kApis) {
         SCOPED_TRACE(std::string("preflight, ") + apiName(api));
         std::optional<bool> const ok = M::preflight(api, s);
         if (!ok) continue;
@@ -569,6 +614,9 @@ TEST(Validation, ValidCallsReachDeviceSelection) {
                                    failure(LlmMode::call(Api::kSeed, LlmMode::valid(buf))),
                                    failure(PagedMode::call(Api::kStruct, paged)),
                                    failure(PagedMode::call(Api::kC, PagedMode::valid(buf))),
+                                   failure(PagedMode::call(Api::kCStruct, paged)),
+                                   failure(RaggedMode::call(Api::kCStruct, RaggedMode::valid(buf))),
+                                   failure(VitMode::call(Api::kCStruct, VitMode::valid(buf))),
                                    failure(RaggedMode::call(Api::kSeed, RaggedMode::valid(buf))),
                                    failure(VitMode::call(Api::kC, VitMode::valid(buf)))})
         EXPECT_TRUE(contains(msg, "no CUDA device"));
@@ -591,6 +639,64 @@ TEST(ErrorValidation, CApiNullRunner) {
     EXPECT_TRUE(nullRunner(fmha_preflight_paged(nullptr, nullptr, INT_MAX, false, true, 0, false)));
     EXPECT_TRUE(nullRunner(fmha_preflight_paged_ragged(nullptr, nullptr, INT_MAX, 1)));
     EXPECT_TRUE(nullRunner(fmha_preflight_vit(nullptr, nullptr)));
+    fmha_llm_args llm;
+    fmha_llm_args_init(&llm);
+    fmha_paged_args paged;
+    fmha_paged_args_init(&paged);
+    fmha_paged_ragged_args ragged;
+    fmha_paged_ragged_args_init(&ragged);
+    fmha_vit_args vit;
+    fmha_vit_args_init(&vit);
+    EXPECT_TRUE(nullRunner(fmha_run_llm_args(nullptr, &llm)));
+    EXPECT_TRUE(nullRunner(fmha_run_paged_args(nullptr, &paged)));
+    EXPECT_TRUE(nullRunner(fmha_run_paged_ragged_args(nullptr, &ragged)));
+    EXPECT_TRUE(nullRunner(fmha_run_vit_args(nullptr, &vit)));
+    EXPECT_TRUE(nullRunner(fmha_preflight_llm_args(nullptr, &llm)));
+    EXPECT_TRUE(nullRunner(fmha_preflight_paged_args(nullptr, &paged, false)));
+    EXPECT_TRUE(nullRunner(fmha_preflight_paged_ragged_args(nullptr, &ragged)));
+    EXPECT_TRUE(nullRunner(fmha_preflight_vit_args(nullptr, &vit)));
+    EXPECT_TRUE(b.outputUntouched());
+}
+
+// The C structs: init sets struct_size and the C++ defaults; a struct below the first
+// version's size, a null struct, and a larger struct (a newer header) that sets fields this
+// library does not know are refused; a larger one whose unknown tail is zero is read.
+TEST(ErrorValidation, CStructSizes) {
+    Buffers b;
+    CRunner r = cRunnerFor({8, 2, 128, 2, 4, 256});
+    fmha_llm_args a;
+    fmha_llm_args_init(&a);
+    EXPECT_EQ(a.struct_size, sizeof(fmha_llm_args));
+    EXPECT_EQ(a.sliding_window_size, INT_MAX);
+    EXPECT_EQ(a.input_data_type, 1);
+    EXPECT_EQ(a.q_scale, 1.0F);
+    fmha_paged_args p;
+    fmha_paged_args_init(&p);
+    EXPECT_TRUE(p.is_causal);
+    a.q = b.q, a.kv = b.kv, a.o = b.o, a.cu_kv_seq_lens = b.cuKV, a.attention_scale = 0.125F;
+
+    EXPECT_FALSE(fmha_run_llm_args(r.get(), nullptr));
+    EXPECT_TRUE(contains(fmha_last_error(), "fmha: llm: fmha_llm_args is null"));
+    fmha_llm_args small = a;
+    small.struct_size = sizeof(fmha_llm_args) - 8;
+    EXPECT_FALSE(fmha_run_llm_args(r.get(), &small));
+    EXPECT_TRUE(contains(fmha_last_error(), "struct_size"));
+    EXPECT_TRUE(contains(fmha_last_error(), "below the first version's size"));
+    small.struct_size = 0;  // never set
+    EXPECT_FALSE(fmha_preflight_llm_args(r.get(), &small));
+    EXPECT_TRUE(contains(fmha_last_error(), "struct_size (0)"));
+
+    struct Newer {
+        fmha_llm_args base;
+        int64_t future;
+    } newer{a, 0};
+    newer.base.struct_size = sizeof(Newer);
+    newer.base.cu_kv_seq_lens = nullptr;  // read, then refused by the runner (never reaches a GPU)
+    EXPECT_FALSE(fmha_run_llm_args(r.get(), &newer.base));
+    EXPECT_TRUE(contains(fmha_last_error(), "fmha: llm: cuKVSeqLens is null"));
+    newer.future = 7;
+    EXPECT_FALSE(fmha_run_llm_args(r.get(), &newer.base));
+    EXPECT_TRUE(contains(fmha_last_error(), "sets fields this library"));
     EXPECT_TRUE(b.outputUntouched());
 }
 

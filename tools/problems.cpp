@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -13,6 +14,7 @@
 
 #include "device.h"
 #include "dispatch.h"
+#include "c_args.h"
 #include "error.h"
 #include "reference/numeric.h"
 
@@ -81,6 +83,7 @@ std::string HostProblem::describe() const {
     if (spec.window != INT_MAX) os << " window=" << spec.window;
     if (spec.bidirectional) os << " bidir";
     if (spec.skip > 0) os << " skip=" << spec.skip;
+    if (spec.cApi) os << " [C API]";
     return os.str();
 }
 
@@ -325,6 +328,16 @@ bool dispatchRun(FmhaRunner& r, Args const& a) {
     }
 }
 
+// The same call through the C API's struct functions.
+template <class Args>
+bool dispatchRunC(fmha_runner* r, Args const& a) {
+    auto const c = cArgs(a);
+    if constexpr (std::is_same_v<Args, LlmArgs>) return fmha_run_llm_args(r, &c);
+    if constexpr (std::is_same_v<Args, PagedArgs>) return fmha_run_paged_args(r, &c);
+    if constexpr (std::is_same_v<Args, PagedRaggedArgs>) return fmha_run_paged_ragged_args(r, &c);
+    if constexpr (std::is_same_v<Args, VitArgs>) return fmha_run_vit_args(r, &c);
+}
+
 }  // namespace
 
 bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timingIters, int launchesPerSample) {
@@ -349,6 +362,11 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
     if (cudaStreamCreate(&stream) != cudaSuccess) return cudaFail("stream");
     FmhaRunner runner(p.shape.numQHeads, p.shape.numKVHeads, p.shape.headDim, p.shape.batchSize, p.shape.seqLenQ,
                       p.shape.kvCacheCapacity);
+    std::unique_ptr<fmha_runner, void (*)(fmha_runner*)> cRunner(
+        p.spec.cApi ? fmha_runner_create(p.shape.numQHeads, p.shape.numKVHeads, p.shape.headDim, p.shape.batchSize,
+                                         p.shape.seqLenQ, p.shape.kvCacheCapacity)
+                    : nullptr,
+        fmha_runner_destroy);
     bool const bidir = !p.bidirBegin.empty();
     auto launch = [&]() {
         return withArgs(p, q.ptr, k.ptr, p.v.empty() ? nullptr : v.ptr, o.ptr, cuQ.as<int32_t>(),
@@ -356,7 +374,7 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
                         bidir ? bb.as<int32_t>() : nullptr, bidir ? be.as<int32_t>() : nullptr,
                         p.spec.withLse ? lse.as<float>() : nullptr, [&](auto& a) {
                             a.stream = stream;
-                            return dispatchRun(runner, a);
+                            return p.spec.cApi ? dispatchRunC(cRunner.get(), a) : dispatchRun(runner, a);
                         });
     };
     bool ok = launch();

@@ -32,6 +32,7 @@ struct ProblemSpec {
     bool withLse = true;
     float attentionScale = 0.0F;  // 0: 1/sqrt(D)
     float valueRange = 1.0F;      // inputs uniform in [-valueRange, valueRange] (before quantisation)
+    bool cApi = false;            // run through the C API's *_args functions instead of the C++ runner
     uint64_t seed = 1;
 };
 
