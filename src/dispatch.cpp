@@ -11,23 +11,22 @@
 #include "kernels/sm80/launch_sm80.h"
 #include "kernels/sm90/launch_sm90.h"
 #include "kernels/sm90/tile_sm90.h"
+#include "support_table.h"
 
 namespace fmha::detail {
 
 namespace {
 
-// Head dim as the portable kernels see it (multiple of 16); 0 for a head dim no kernel takes.
+// The kernel head dim of an API head dim in each family (the support table); 0: none.
 int kernelHeadDim(int d) {
-    switch (d) {
-    case 64: return 64;
-    case 72:
-    case 80: return 80;
-    case 96: return 96;
-    case 128: return 128;
-    case 256: return 256;
-    case 512: return 512;
-    default: return 0;
-    }
+    for (support::HeadDim const& h : support::kHeadDims)
+        if (h.api == d) return h.portable;
+    return 0;
+}
+int hopperHeadDim(int d) {
+    for (support::HeadDim const& h : support::kHeadDims)
+        if (h.api == d) return h.hopper;
+    return 0;
 }
 
 template <class Kernel>
@@ -45,20 +44,6 @@ void fill(KernelOps* ops, char const* family, bool compact) {
 
 // Every Hopper instance tiles 128 query rows (two consumer warpgroups of 64).
 int packLog2Sm90(FmhaParams const& p) { return choosePackLog2(p, sm90::TileSm90<128>::kBlockM); }
-
-// Head dim as the Hopper kernels see it: the ViT dims 72/80/96 run padded to 128 (TMA
-// zero-fills the columns past the caller's D; the epilogue stores D columns).
-int hopperHeadDim(int d) {
-    switch (d) {
-    case 64: return 64;
-    case 72:
-    case 80:
-    case 96:
-    case 128: return 128;
-    case 256: return 256;
-    default: return 0;
-    }
-}
 
 bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int smemLimit, KernelOps* ops) {
     int const d = hopperHeadDim(headDim);

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "fmha/fmha.h"
 #include "params.h"
+#include "support_table.h"
 
 namespace fmha {
 namespace {
@@ -31,22 +32,20 @@ std::string cat(Ts const&... parts) {
     return os.str();
 }
 
+bool pagedMode(Mode mode) { return mode == Mode::kPaged || mode == Mode::kPagedRagged; }
+
+// The head dims of the support table (tools/generate_kernels.py) that a mode takes.
 bool headDimSupported(Mode mode, int32_t d) {
-    switch (d) {
-    case 64:
-    case 72:
-    case 80:
-    case 96:
-    case 128:
-    case 256: return true;
-    case 512: return mode == Mode::kPaged || mode == Mode::kPagedRagged;
-    default: return false;
-    }
+    for (support::HeadDim const& h : support::kHeadDims)
+        if (h.api == d) return !h.pagedOnly || pagedMode(mode);
+    return false;
 }
 
-char const* headDimList(Mode mode) {
-    return (mode == Mode::kPaged || mode == Mode::kPagedRagged) ? "64, 72, 80, 96, 128, 256, 512"
-                                                               : "64, 72, 80, 96, 128, 256";
+std::string headDimList(Mode mode) {
+    std::string list;
+    for (support::HeadDim const& h : support::kHeadDims)
+        if (!h.pagedOnly || pagedMode(mode)) list += (list.empty() ? "" : ", ") + std::to_string(h.api);
+    return list;
 }
 
 bool toElement(DataType t, ElementKind* e) {

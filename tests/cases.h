@@ -20,12 +20,8 @@ inline void PrintTo(Case const& c, std::ostream* os) { *os << c.name; }
 
 inline std::string dtypeTag(DataType t) { return t == DataType::kHALF ? "fp16" : t == DataType::kBF16 ? "bf16" : "fp8"; }
 
-// Kernel head dims of a mode: 512 only in the paged modes.
-inline std::vector<int> headDims(Mode m) {
-    std::vector<int> d = {64, 72, 80, 96, 128, 256};
-    if (m == Mode::kPaged || m == Mode::kPagedRagged) d.push_back(512);
-    return d;
-}
+// The head dims of a mode, from the support table: 512 only in the paged modes.
+inline std::vector<int> headDims(Mode m) { return harness::headDims(m == Mode::kPaged || m == Mode::kPagedRagged); }
 
 // scale < 1 shrinks the lengths (the reference tests run a float64 naive formula too).
 inline std::vector<Case> matrixCases(double scale) {

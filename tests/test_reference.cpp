@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 #include <random>
 
 #include "cases.h"
@@ -20,6 +22,25 @@ uint64_t runSeed() {
         return env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
     }();
     return seed;
+}
+
+// The README's support table lists, per mode, the head dims of the one support table.
+TEST(SupportTable, ReadmeListsItsHeadDims) {
+    std::ifstream readme(FMHA_SOURCE_DIR "/README.md");
+    ASSERT_TRUE(readme) << "README.md not found";
+    auto expected = [](bool paged) {
+        std::string list;
+        for (int d : harness::headDims(paged)) list += (list.empty() ? "" : " ") + std::to_string(d);
+        return list;
+    };
+    int rows = 0;
+    for (std::string line; std::getline(readme, line);) {
+        bool const paged = line.rfind("| paged KV", 0) == 0;
+        if (!paged && line.rfind("| LLM, contiguous", 0) != 0 && line.rfind("| ViT packed", 0) != 0) continue;
+        ++rows;
+        EXPECT_NE(line.find("| " + expected(paged) + " |"), std::string::npos) << line;
+    }
+    EXPECT_EQ(rows, 4) << "the README's support table has a row per mode";
 }
 
 TEST(Numeric, E4m3DecodesTheFormat) {

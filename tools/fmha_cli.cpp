@@ -198,7 +198,7 @@ int cmdInfo() {
     if (sm != 0 && std::find(sms.begin(), sms.end(), sm) == sms.end()) sms.push_back(sm);
     Mode const modes[] = {Mode::kLlm, Mode::kPaged, Mode::kPagedRagged, Mode::kVit};
     DataType const types[] = {DataType::kHALF, DataType::kBF16, DataType::kFP8};
-    int const dims[] = {64, 72, 80, 96, 128, 256, 512};
+    std::vector<int> const dims = harness::headDims(/*paged=*/true);
     std::printf("\ncanImplement (mode x dtype x head dim), for SM versions:");
     for (int s : sms) std::printf(" %d%s", s, s == sm ? "*" : "");
     std::printf("  (* this device)\n%-8s %-8s", "mode", "dtype");

@@ -58,9 +58,7 @@ ProblemSpec randomSpec(Rng& r, FuzzFilter const& f) {
     s.dtype = f.dtype >= 0 ? static_cast<DataType>(f.dtype)
                            : r.pick<DataType>({DataType::kHALF, DataType::kBF16, DataType::kFP8});
     bool const paged = s.mode == Mode::kPaged || s.mode == Mode::kPagedRagged;
-    std::vector<int> dims = {64, 72, 80, 96, 128, 256};
-    if (paged) dims.push_back(512);
-    s.headDim = r.pick(dims);
+    s.headDim = r.pick(headDims(paged));
     s.numKVHeads = r.pick<int>({1, 1, 2, 3, 4});
     int const group = s.mode == Mode::kVit ? 1 : r.pick<int>({1, 1, 2, 3, 4, 5, 6, 7, 8, 16});
     s.numQHeads = s.numKVHeads * group;

@@ -16,6 +16,7 @@
 #include "dispatch.h"
 #include "c_args.h"
 #include "error.h"
+#include "support_table.h"
 #include "reference/numeric.h"
 
 namespace fmha::harness {
@@ -203,6 +204,13 @@ bool gpuAvailable(std::string* why) {
         return false;
     }
     return true;
+}
+
+std::vector<int> headDims(bool paged) {
+    std::vector<int> dims;
+    for (support::HeadDim const& h : support::kHeadDims)
+        if (!h.pagedOnly || paged) dims.push_back(h.api);
+    return dims;
 }
 
 bool kernelAvailable(ProblemSpec const& spec, std::string* why) {

@@ -108,6 +108,10 @@ double countFlops(HostProblem const& p);
 
 bool gpuAvailable(std::string* why);
 
+// The API head dims of the support table (tools/generate_kernels.py) a mode takes, in the
+// table's order; every mode's (no paged-only ones) where paged is false.
+std::vector<int> headDims(bool paged);
+
 // Whether the current GPU, under the dispatcher's shared-memory budget (which a test may cap
 // below the device's), has a kernel for the problem; *why says why not.
 bool kernelAvailable(ProblemSpec const& spec, std::string* why);

@@ -3,9 +3,9 @@
 
 namespace fmha::sm80 {
 
-// Head dims are padded inside the kernel to a multiple of 16 (the MMA K step); the
-// caller's layout stays unpadded (72 runs in the 80 instance, its last 8 columns zero).
-constexpr int paddedHeadDim(int d) { return d <= 64 ? 64 : d <= 80 ? 80 : d <= 96 ? 96 : d <= 128 ? 128 : d <= 256 ? 256 : 512; }
+// Head dims are multiples of 16 here (the MMA K step); the support table
+// (tools/generate_kernels.py) maps the caller's head dims onto them (72 runs in the 80
+// instance, its last 8 columns zero).
 
 // kCompact: the configuration for GPUs whose blocks get at most 99 KB of shared memory
 // (sm_86, sm_89, sm_120) at D=128/256, and 163 KB (sm_80, sm_87) at D=512, where the default
