@@ -6,7 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "dispatch.h"
+#include "internals.h"
 
 namespace fmha::testing {
 

@@ -12,11 +12,10 @@
 #include <cuda_runtime_api.h>
 
 #include "cases.h"
-#include "dispatch.h"
 #include "fuzz.h"
 #include "guards.h"
+#include "internals.h"
 #include "problems.h"
-#include "reference/numeric.h"
 
 namespace fmha::testing {
 namespace {

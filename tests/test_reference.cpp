@@ -9,9 +9,8 @@
 #include <random>
 
 #include "cases.h"
+#include "internals.h"
 #include "problems.h"
-#include "reference/numeric.h"
-#include "reference/reference.h"
 
 namespace fmha::testing {
 namespace {

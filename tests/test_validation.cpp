@@ -17,10 +17,10 @@
 
 #include <cuda_runtime_api.h>
 
-#include "dispatch.h"
+#include "c_args.h"
 #include "fmha/fmha.h"
 #include "fmha/fmha_c.h"
-#include "c_args.h"
+#include "internals.h"
 
 namespace {
 

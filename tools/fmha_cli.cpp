@@ -16,11 +16,10 @@
 
 #include <cuda_runtime_api.h>
 
-#include "device.h"
-#include "dispatch.h"
 #include "fmha/fmha.h"
 #include "fmha_build_config.h"
 #include "fuzz.h"
+#include "internals.h"
 #include "problems.h"
 
 using namespace fmha;
@@ -550,7 +549,7 @@ int cmdBench(Flags& f) {
     return failures == 0 ? 0 : 1;
 }
 
-// Random problems through every family against the reference (tools/fuzz.h).
+// Random problems through every family against the reference (testing/fuzz.h).
 int cmdFuzz(Flags& f) {
     std::string why;
     if (!harness::gpuAvailable(&why)) {

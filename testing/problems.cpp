@@ -12,12 +12,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "device.h"
-#include "dispatch.h"
 #include "c_args.h"
-#include "error.h"
-#include "support_table.h"
-#include "reference/numeric.h"
+#include "internals.h"
 
 namespace fmha::harness {
 namespace {

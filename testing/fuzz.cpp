@@ -8,8 +8,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "dispatch.h"
-#include "reference/numeric.h"
+#include "internals.h"
 
 namespace fmha::harness {
 namespace {

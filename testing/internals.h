@@ -1,0 +1,11 @@
+// The testing interface to the library's internals: the one header through which the tests,
+// the fuzzer and the CLI reach what the public API does not show (the dispatcher and its
+// test settings, device queries, the support table, the reference's number formats).
+// Nothing under tools/ or tests/ includes a src/ header otherwise.
+#pragma once
+
+#include "device.h"             // detail::currentDevice, DeviceInfo
+#include "dispatch.h"           // detail::findKernel, setForcePortable, setPackGqa, setSmemBudgetCap, ...
+#include "error.h"              // detail::lastPackedHeads
+#include "reference/numeric.h"  // num:: FP16 / BF16 / E4M3 conversions
+#include "support_table.h"      // support::kHeadDims
