@@ -53,7 +53,8 @@ double referenceWork(ProblemSpec const& s) {
 
 ProblemSpec randomSpec(Rng& r, FuzzFilter const& f) {
     ProblemSpec s;
-    s.mode = f.mode >= 0 ? static_cast<Mode>(f.mode) : r.pick<Mode>({Mode::kLlm, Mode::kPaged, Mode::kPagedRagged, Mode::kVit});
+    s.mode = f.mode >= 0 ? static_cast<Mode>(f.mode)
+                         : r.pick<Mode>({Mode::kLlm, Mode::kPaged, Mode::kPagedRagged, Mode::kVit});
     s.dtype = f.dtype >= 0 ? static_cast<DataType>(f.dtype)
                            : r.pick<DataType>({DataType::kHALF, DataType::kBF16, DataType::kFP8});
     bool const paged = s.mode == Mode::kPaged || s.mode == Mode::kPagedRagged;
@@ -103,7 +104,11 @@ ProblemSpec randomSpec(Rng& r, FuzzFilter const& f) {
     if (windowed) {
         int const maxLk = *std::max_element(s.lk.begin(), s.lk.end());
         double const w = std::uniform_real_distribution<double>(0, 1)(r.gen);
-        s.window = w < 0.15 ? 0 : w < 0.3 ? 1 : w < 0.55 ? r.range(2, 40) : w < 0.8 ? r.range(41, 300) : maxLk + r.range(0, 5000);
+        s.window = w < 0.15  ? 0
+                   : w < 0.3  ? 1
+                   : w < 0.55 ? r.range(2, 40)
+                   : w < 0.8  ? r.range(41, 300)
+                              : maxLk + r.range(0, 5000);
     }
     s.bidirectional = s.mode == Mode::kPaged && r.chance(0.25);
     s.skip = 0.0F;
@@ -134,7 +139,8 @@ void edgeBidir(Rng& r, HostProblem& p) {
         while (row < sq) {
             int const len = r.chance(0.3) ? sq - row : r.range(1, std::max(1, sq / 3));
             int const r1 = std::min(sq - 1, row + len - 1);
-            int const lo = std::max(0, row + off - r.range(0, 3)), hi = r1 + off + (r.chance(0.3) ? r.range(1, 400) : 0);
+            int const lo = std::max(0, row + off - r.range(0, 3));
+            int const hi = r1 + off + (r.chance(0.3) ? r.range(1, 400) : 0);
             if (hi >= lo)
                 for (int i = row; i <= r1; ++i) {
                     begin[i] = lo;

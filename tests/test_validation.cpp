@@ -805,7 +805,8 @@ TEST(CanImplementValidation, EveryAcceptedCombinationFitsItsSmClass) {
                                                       ? fmha::KvAddressing::kPaged
                                                       : fmha::KvAddressing::kStrided;
                     KernelOps ops;
-                    ASSERT_TRUE(fmha::detail::findKernel(e, d, kv, sm, fmha::detail::smemPerBlockOfSm(sm), false, &ops));
+                    int const budget = fmha::detail::smemPerBlockOfSm(sm);
+                    ASSERT_TRUE(fmha::detail::findKernel(e, d, kv, sm, budget, false, &ops));
                     EXPECT_LE(ops.smemBytes, fmha::detail::smemPerBlockOfSm(sm)) << "sm " << sm << " D " << d;
                 }
     for (int sm : {86, 89, 120}) {

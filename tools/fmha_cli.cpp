@@ -601,7 +601,8 @@ int cmdFuzz(Flags& f) {
         auto now = std::chrono::steady_clock::now();
         if (i + 1 == last || std::chrono::duration<double>(now - lastReport).count() > 10) {
             lastReport = now;
-            std::printf("fuzz seed %llu: %lld/%lld cases passed (", static_cast<unsigned long long>(seed), i + 1 - first,
+            std::printf("fuzz seed %llu: %lld/%lld cases passed (", static_cast<unsigned long long>(seed),
+                        i + 1 - first,
                         last - first);
             bool firstFam = true;
             for (auto const& [fam, n] : families) {
