@@ -39,11 +39,9 @@ void fill(KernelOps* ops, char const* family, bool compact) {
     ops->blockN = Kernel::blockN();
     ops->compact = compact;
     ops->family = family;
-    ops->packLog2 = nullptr;
+    ops->packsGqa = false;
+    ops->walks = false;
 }
-
-// Every Hopper instance tiles 128 query rows (two consumer warpgroups of 64).
-int packLog2Sm90(FmhaParams const& p) { return choosePackLog2(p, sm90::TileSm90<128>::kBlockM); }
 
 bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int smemLimit, KernelOps* ops) {
     int const d = hopperHeadDim(headDim);
@@ -56,7 +54,7 @@ bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int sme
     if (element == ElementKind::E && d == (D) && kv == KvAddressing::K &&                         \
         sm90::KernelSm90<ElementKind::E, D, KvAddressing::K>::smemBytes() <= smemLimit) {          \
         fill<sm90::KernelSm90<ElementKind::E, D, KvAddressing::K>>(ops, "sm90", false);           \
-        ops->packLog2 = &packLog2Sm90;                                                             \
+        ops->packsGqa = true;                                                                      \
         return true;                                                                               \
     }
 #include "instances_sm90.inc"
@@ -76,44 +74,7 @@ bool forcePortable() {
     return v == 1;
 }
 
-std::atomic<int> gPackGqa{-2};  // -2: not decided yet (read the environment once)
-
-int packGqaSetting() {
-    int v = gPackGqa.load(std::memory_order_relaxed);
-    if (v == -2) {
-        char const* env = std::getenv("FMHA_PACK_GQA");
-        v = env == nullptr ? -1 : (std::strcmp(env, "0") == 0 ? 0 : (std::strcmp(env, "1") == 0 ? 1 : -1));
-        gPackGqa.store(v, std::memory_order_relaxed);
-    }
-    return v;
-}
-
 }  // namespace
-
-int setPackGqa(int mode) {
-    int const previous = packGqaSetting();
-    gPackGqa.store(mode < 0 ? -1 : (mode > 0 ? 1 : 0), std::memory_order_relaxed);
-    return previous;
-}
-
-int choosePackLog2(FmhaParams const& p, int blockM) {
-    int const g = p.headGroup;
-    if (g <= 1 || (g & (g - 1)) != 0 || g > blockM || p.batch <= 0) return 0;
-    int log2 = 0;
-    while ((1 << log2) < g) ++log2;
-    // Tile rows are int32 in the kernels, sequences' lengths included.
-    int64_t const qRows = p.cuQ != nullptr ? p.totalQ : static_cast<int64_t>(p.batch) * p.seqLenQ;
-    if ((qRows << log2) > INT32_MAX || (static_cast<int64_t>(p.maxSeqLenQ) << log2) > INT32_MAX) return 0;
-    int const mode = packGqaSetting();
-    if (mode != -1) return mode == 1 ? log2 : 0;
-    // Share of real rows in the row tiles of a mean-length sequence, one head or the group.
-    int64_t const rows = (qRows + p.batch - 1) / p.batch;
-    auto filled = [blockM](int64_t r) {
-        int64_t const tiles = (r + blockM - 1) / blockM;
-        return tiles == 0 ? 1.0 : static_cast<double>(r) / static_cast<double>(tiles * blockM);
-    };
-    return filled(rows << log2) > 1.1 * filled(rows) ? log2 : 0;
-}
 
 bool setForcePortable(bool force) {
     bool const previous = forcePortable();
@@ -131,6 +92,7 @@ bool findPortableKernel(ElementKind element, int headDim, KvAddressing kv, int s
     if (element == ElementKind::E && d == (D) && kv == KvAddressing::K &&                         \
         sm80::KernelSm80<ElementKind::E, D, KvAddressing::K, C>::smemBytes() <= smemLimit) {       \
         fill<sm80::KernelSm80<ElementKind::E, D, KvAddressing::K, C>>(ops, "sm80", C);            \
+        ops->walks = sm80::KernelSm80<ElementKind::E, D, KvAddressing::K, C>::walks();            \
         return true;                                                                               \
     }
 #include "instances_sm80.inc"

@@ -16,8 +16,8 @@ struct KernelOps {
     int blockM = 0, blockN = 0;  // query rows and keys of a tile
     bool compact = false;        // the portable family's small-shared-memory configuration
     char const* family = "";
-    // Families that can pack GQA (see FmhaParams::packLog2): the packLog2 to launch p with.
-    int (*packLog2)(FmhaParams const& p) = nullptr;
+    bool packsGqa = false;  // the family can pack GQA (FmhaParams::packLog2; heuristics.h)
+    bool walks = false;     // the instance has a walking variant (FmhaParams::walkUnits)
 };
 
 // Shared memory a block of an SM version can opt into (cudaDevAttrMaxSharedMemoryPerBlockOptin
@@ -43,14 +43,5 @@ bool findKernel(ElementKind element, int headDim, KvAddressing kv, int smVersion
 // Overrides FMHA_KERNEL_FAMILY (tests run one problem through both families); returns the
 // previous setting.
 bool setForcePortable(bool force);
-
-// Pack GQA where a family can: 1 always (head groups of a power of two up to the tile's
-// rows), 0 never, -1 where it fills the row tiles clearly better (the default; short-Q
-// chunks). FMHA_PACK_GQA=0/1 in the environment sets it. Tests override it; returns the
-// previous setting.
-int setPackGqa(int mode);
-
-// The packLog2 for p on a family whose tiles hold blockM rows, under the setting above.
-int choosePackLog2(FmhaParams const& p, int blockM);
 
 }  // namespace fmha::detail

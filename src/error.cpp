@@ -10,7 +10,6 @@ namespace fmha {
 namespace {
 thread_local std::string tLastError;
 thread_local char const* tLastFamily = "";
-thread_local int tLastPackedHeads = 1;
 std::mutex gLogMutex;
 LogCallback gLog = nullptr;
 void* gLogUser = nullptr;
@@ -104,9 +103,6 @@ void clearError() { tLastError.clear(); }
 
 void setLastKernelFamily(char const* family) { tLastFamily = family; }
 
-void setLastPackedHeads(int heads) { tLastPackedHeads = heads; }
-
-int lastPackedHeads() { return tLastPackedHeads; }
 
 }  // namespace detail
 }  // namespace fmha

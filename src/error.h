@@ -19,8 +19,5 @@ bool isStickyError(cudaError_t err);
 // context's, from earlier work, not as a fault of this call.
 std::string stickyMessage(cudaError_t err);
 void setLastKernelFamily(char const* family);
-// Query heads the last run on this thread packed into one tile (pack GQA; 1: none).
-void setLastPackedHeads(int heads);
-int lastPackedHeads();
 
 }  // namespace fmha::detail

@@ -76,7 +76,7 @@ struct FmhaParams {
 
     // Portable family, contiguous KV: the grid's CTAs (query tile, head, sequence) are walked
     // in sections of walkUnits units (one head of one sequence), each section's highest query
-    // tiles first; 1: each unit's tiles in turn. Set by the launch (launch_sm80.cuh).
+    // tiles first; 1: each unit's tiles in turn. Set by the runner (heuristics.h).
     int32_t walkUnits = 1;
 };
 

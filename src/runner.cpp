@@ -6,13 +6,16 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "device.h"
 #include "dispatch.h"
 #include "error.h"
+#include "heuristics.h"
 #include "fmha/fmha.h"
 #include "params.h"
+#include "runner_params.h"
 #include "support_table.h"
 
 namespace fmha {
@@ -201,8 +204,8 @@ bool selectKernel(Common const& c, detail::KernelOps* ops, cudaStream_t stream, 
     return true;
 }
 
-bool launch(detail::KernelOps const& ops, FmhaParams p, cudaStream_t stream, char const* mode) {
-    p.packLog2 = ops.packLog2 != nullptr ? ops.packLog2(p) : 0;
+bool launch(detail::KernelOps const& ops, FmhaParams p, cudaStream_t stream, char const* mode, LaunchRecord* record) {
+    detail::planLaunch(ops, &p);  // pack GQA, the portable walk: host-side, before the launch
     // The launch returns its own error only: an earlier, unrelated pending error stays pending
     // for its owner and is not blamed on this call.
     cudaError_t const err = ops.launch(p, stream);
@@ -212,7 +215,12 @@ bool launch(detail::KernelOps const& ops, FmhaParams p, cudaStream_t stream, cha
                                                               : "kernel launch failed: " + detail::errorText(err)));
     }
     detail::setLastKernelFamily(ops.family);
-    detail::setLastPackedHeads(1 << p.packLog2);
+    if (record != nullptr) {
+        record->family = ops.family;
+        record->packedHeads = 1 << p.packLog2;
+        record->blockM = ops.blockM;
+        record->blockN = ops.blockN;
+    }
     return true;
 }
 
@@ -257,249 +265,262 @@ FmhaRunner::FmhaRunner(int32_t numQHeads, int32_t numKVHeads, int32_t headDim, i
       mSeqLenQ(seqLenQ),
       mKvCacheCapacity(kvCacheCapacity) {}
 
-// ---------------------------------------------------------------- LLM (contiguous KV)
-
 namespace {
-Common llmCommon(FmhaRunner const& r, LlmArgs const& a) {
-    return {Mode::kLlm, r.numQHeads(), r.numKVHeads(), r.headDim(), a.inputType, a.attentionScale, a.qScale,
-            a.kScale, a.vScale, a.slidingWindowSize, a.skipSoftmaxScaleFactor, true, false};
-}
+
 bool checkBatch(char const* mode, int32_t batch, int32_t splits) {
     if (batch <= 0) return fail(cat(mode, ": batchSize (", batch, ") must be positive"));
     if (batch > kMaxGridYZ / splits) return fail(cat(mode, ": batchSize (", batch, ") exceeds ", kMaxGridYZ / splits));
     return true;
 }
 int32_t vSplits(int32_t headDim) { return headDim > 256 ? 2 : 1; }
-}  // namespace
 
-bool FmhaRunner::preflight(LlmArgs const& a) {
-    detail::clearError();
-    Common const c = llmCommon(*this, a);
-    detail::KernelOps ops;
-    return checkVariant(c, false) && selectKernel(c, &ops, a.stream, true);
-}
+// One description per mode; the run and preflight paths below are shared. Each states what
+// differs: its variant (Common), its own argument checks in order (after the variant's and
+// before the kernel is chosen) and its part of FmhaParams.
+struct LlmMode {
+    using Args = LlmArgs;
+    static Common common(FmhaRunner const& r, Args const& a, bool) {
+        return {Mode::kLlm, r.numQHeads(), r.numKVHeads(), r.headDim(), a.inputType, a.attentionScale, a.qScale,
+                a.kScale, a.vScale, a.slidingWindowSize, a.skipSoftmaxScaleFactor, true, false};
+    }
+    static bool check(FmhaRunner const& r, Args const& a) {
+        char const* mode = "llm";
+        if (!checkBatch(mode, r.batchSize(), vSplits(r.headDim()))) return false;
+        if (r.seqLenQ() <= 0) return fail(cat(mode, ": seqLenQ (", r.seqLenQ(), ") must be positive"));
+        int32_t const cap = r.kvCacheCapacity();
+        if (cap <= 0) return fail(cat(mode, ": kvCacheCapacity (", cap, ") must be positive"));
+        if (cap > kMaxKeys) return fail(cat(mode, ": kvCacheCapacity (", cap, ") exceeds ", kMaxKeys));
+        return checkPointers(mode, {{"qPtr", a.q}, {"kvPtr", a.kv}, {"oPtr", a.o}, {"cuKVSeqLens", a.cuKVSeqLens}}) &&
+               checkAligned(mode, 16, {{"qPtr", a.q}, {"kvPtr", a.kv}, {"oPtr", a.o}}) &&
+               checkAligned(mode, 4, {{"lse", a.lse}, {"cuKVSeqLens", a.cuKVSeqLens}});
+    }
+    static void fill(FmhaRunner const& r, Args const& a, FmhaParams& p) {
+        int64_t const elemBytes = a.inputType == DataType::kFP8 ? 1 : 2;
+        int64_t const kvHeadStride = static_cast<int64_t>(r.kvCacheCapacity()) * r.headDim();
+        p.batch = r.batchSize();
+        p.q = a.q;
+        p.o = a.o;
+        p.seqLenQ = r.seqLenQ();
+        p.maxSeqLenQ = r.seqLenQ();
+        p.cuKV = a.cuKVSeqLens;
+        p.maxKvLen = r.kvCacheCapacity();
+        p.k = a.kv;
+        p.v = static_cast<char const*>(a.kv) + r.numKVHeads() * kvHeadStride * elemBytes;
+        p.kvBatchStride = 2 * r.numKVHeads() * kvHeadStride;
+        p.kvRowStride = r.headDim();
+        p.kvHeadStride = kvHeadStride;
+        p.lse = a.lse;
+        p.lseBatchStride = static_cast<int64_t>(r.numQHeads()) * r.seqLenQ();
+        p.lseHeadStride = r.seqLenQ();
+    }
+};
 
-bool FmhaRunner::run(LlmArgs const& a) {
-    detail::clearError();
-    char const* mode = "llm";
-    Common const c = llmCommon(*this, a);
-    if (!checkVariant(c, true)) return false;
-    if (!checkBatch(mode, mBatchSize, vSplits(mHeadDim))) return false;
-    if (mSeqLenQ <= 0) return fail(cat(mode, ": seqLenQ (", mSeqLenQ, ") must be positive"));
-    if (mKvCacheCapacity <= 0) return fail(cat(mode, ": kvCacheCapacity (", mKvCacheCapacity, ") must be positive"));
-    if (mKvCacheCapacity > kMaxKeys)
-        return fail(cat(mode, ": kvCacheCapacity (", mKvCacheCapacity, ") exceeds ", kMaxKeys));
-    if (!checkPointers(mode, {{"qPtr", a.q}, {"kvPtr", a.kv}, {"oPtr", a.o}, {"cuKVSeqLens", a.cuKVSeqLens}}) ||
-        !checkAligned(mode, 16, {{"qPtr", a.q}, {"kvPtr", a.kv}, {"oPtr", a.o}}) ||
-        !checkAligned(mode, 4, {{"lse", a.lse}, {"cuKVSeqLens", a.cuKVSeqLens}}))
-        return false;
-    detail::KernelOps ops;
-    if (!selectKernel(c, &ops, a.stream, false)) return false;
+struct PagedMode {
+    using Args = PagedArgs;
+    static Common common(FmhaRunner const& r, Args const& a, bool bidirectional) {
+        return {Mode::kPaged, r.numQHeads(), r.numKVHeads(), r.headDim(), a.inputType, a.attentionScale, a.qScale,
+                a.kScale, a.vScale, a.slidingWindowSize, a.skipSoftmaxScaleFactor, a.isCausal, bidirectional};
+    }
+    static bool check(FmhaRunner const& r, Args const& a, DataType kvDataType) {
+        char const* mode = "paged";
+        if (kvDataType != a.inputType)
+            return fail(cat(mode, ": kvDataType (", dataTypeName(kvDataType), ") does not match the input type (",
+                            dataTypeName(a.inputType), "; fp8Input selects fp8e4m3)"));
+        if (!checkBatch(mode, r.batchSize(), vSplits(r.headDim()))) return false;
+        if (r.seqLenQ() <= 0) return fail(cat(mode, ": seqLenQ (", r.seqLenQ(), ") must be positive"));
+        return checkPaging(mode, "numPages", a.numPages, a.maxPagesPerSeq, a.tokensPerPage, r.kvCacheCapacity()) &&
+               checkPointers(mode, {{"qPtr", a.q},
+                                    {"pagedKVPoolPtr", a.pool},
+                                    {"kvCachePageList", a.pageList},
+                                    {"oPtr", a.o},
+                                    {"cuKVSeqLens", a.cuKVSeqLens}}) &&
+               checkAligned(mode, 16, {{"qPtr", a.q}, {"pagedKVPoolPtr", a.pool}, {"oPtr", a.o}}) &&
+               checkAligned(mode, 4, {{"lse", a.lse},
+                                      {"kvCachePageList", a.pageList},
+                                      {"cuKVSeqLens", a.cuKVSeqLens},
+                                      {"bidirectionalBlockBegin", a.bidirectionalBlockBegin},
+                                      {"bidirectionalBlockEnd", a.bidirectionalBlockEnd}});
+    }
+    static void fill(FmhaRunner const& r, Args const& a, FmhaParams& p) {
+        p.batch = r.batchSize();
+        p.q = a.q;
+        p.o = a.o;
+        p.seqLenQ = r.seqLenQ();
+        p.maxSeqLenQ = r.seqLenQ();
+        p.cuKV = a.cuKVSeqLens;
+        fillPaged(p, a.pool, a.pageList, a.numPages, a.maxPagesPerSeq, a.tokensPerPage);
+        p.bidirBegin = a.bidirectionalBlockBegin;
+        p.bidirEnd = a.bidirectionalBlockEnd;
+        p.lse = a.lse;
+        p.lseBatchStride = static_cast<int64_t>(r.numQHeads()) * r.seqLenQ();
+        p.lseHeadStride = r.seqLenQ();
+    }
+};
 
-    FmhaParams p;
-    fillCommon(p, c);
-    int64_t const elemBytes = a.inputType == DataType::kFP8 ? 1 : 2;
-    int64_t const kvHeadStride = static_cast<int64_t>(mKvCacheCapacity) * mHeadDim;
-    p.batch = mBatchSize;
-    p.q = a.q;
-    p.o = a.o;
-    p.seqLenQ = mSeqLenQ;
-    p.maxSeqLenQ = mSeqLenQ;
-    p.cuKV = a.cuKVSeqLens;
-    p.maxKvLen = mKvCacheCapacity;
-    p.k = a.kv;
-    p.v = static_cast<char const*>(a.kv) + mNumKVHeads * kvHeadStride * elemBytes;
-    p.kvBatchStride = 2 * mNumKVHeads * kvHeadStride;
-    p.kvRowStride = mHeadDim;
-    p.kvHeadStride = kvHeadStride;
-    p.lse = a.lse;
-    p.lseBatchStride = static_cast<int64_t>(mNumQHeads) * mSeqLenQ;
-    p.lseHeadStride = mSeqLenQ;
-    return launch(ops, p, a.stream, mode);
-}
+struct RaggedMode {
+    using Args = PagedRaggedArgs;
+    static Common common(FmhaRunner const& r, Args const& a, bool) {
+        return {Mode::kPagedRagged, r.numQHeads(), r.numKVHeads(), r.headDim(), a.inputType, a.attentionScale,
+                a.qScale, a.kScale, a.vScale, a.slidingWindowSize, 0.0F, true, false};
+    }
+    static bool check(FmhaRunner const& r, Args const& a) {
+        char const* mode = "ragged";
+        if (!checkBatch(mode, r.batchSize(), vSplits(r.headDim()))) return false;
+        if (a.totalQSeqLen <= 0) return fail(cat(mode, ": totalQSeqLen (", a.totalQSeqLen, ") must be positive"));
+        if (a.maxQSeqLen <= 0 || a.maxQSeqLen > a.totalQSeqLen)
+            return fail(cat(mode, ": maxQSeqLen (", a.maxQSeqLen, ") must be in [1, totalQSeqLen = ", a.totalQSeqLen,
+                            "]"));
+        return checkPaging(mode, "numFlatPages", a.numFlatPages, a.maxPagesPerSeq, a.tokensPerPage,
+                           r.kvCacheCapacity()) &&
+               checkPointers(mode, {{"qPtr", a.q},
+                                    {"pagedKVPoolPtr", a.pool},
+                                    {"kvCachePageList", a.pageList},
+                                    {"oPtr", a.o},
+                                    {"cuQSeqLens", a.cuQSeqLens},
+                                    {"cuKVSeqLens", a.cuKVSeqLens}}) &&
+               checkAligned(mode, 16, {{"qPtr", a.q}, {"pagedKVPoolPtr", a.pool}, {"oPtr", a.o}}) &&
+               checkAligned(mode, 4, {{"lse", a.lse},
+                                      {"kvCachePageList", a.pageList},
+                                      {"cuQSeqLens", a.cuQSeqLens},
+                                      {"cuKVSeqLens", a.cuKVSeqLens}});
+    }
+    static void fill(FmhaRunner const& r, Args const& a, FmhaParams& p) {
+        p.batch = r.batchSize();
+        p.q = a.q;
+        p.o = a.o;
+        p.cuQ = a.cuQSeqLens;
+        p.totalQ = a.totalQSeqLen;
+        p.maxSeqLenQ = a.maxQSeqLen;
+        p.cuKV = a.cuKVSeqLens;
+        fillPaged(p, a.pool, a.pageList, a.numFlatPages, a.maxPagesPerSeq, a.tokensPerPage);
+        p.lse = a.lse;
+        p.lseHeadStride = a.totalQSeqLen;
+        p.lsePacked = true;
+    }
+};
 
-// ---------------------------------------------------------------- paged
+struct VitMode {
+    using Args = VitArgs;
+    static Common common(FmhaRunner const& r, Args const& a, bool) {
+        return {Mode::kVit, r.numQHeads(), r.numKVHeads(), r.headDim(), a.inputType, a.attentionScale, a.qScale,
+                a.kScale, a.vScale, INT_MAX, 0.0F, false, false};
+    }
+    // A rule of the variant (run and preflight): Q, K and V share one head count.
+    static bool checkVariantHeads(FmhaRunner const& r) {
+        if (r.numKVHeads() != r.numQHeads())
+            return fail(cat("vit: Q, K and V share one head count; numKVHeads (", r.numKVHeads(),
+                            ") must equal numQHeads (", r.numQHeads(), ")"));
+        return true;
+    }
+    static bool check(FmhaRunner const&, Args const& a) {
+        char const* mode = "vit";
+        if (!checkBatch(mode, a.batchSize, 1)) return false;
+        if (a.totalSeqLen <= 0) return fail(cat(mode, ": totalSeqLen (", a.totalSeqLen, ") must be positive"));
+        if (a.totalSeqLen > kMaxKeys)
+            return fail(cat(mode, ": totalSeqLen (", a.totalSeqLen, ") exceeds ", kMaxKeys));
+        if (a.maxSeqLen <= 0 || a.maxSeqLen > a.totalSeqLen)
+            return fail(cat(mode, ": maxSeqLen (", a.maxSeqLen, ") must be in [1, totalSeqLen = ", a.totalSeqLen,
+                            "]"));
+        return checkPointers(mode,
+                             {{"qPtr", a.q}, {"kPtr", a.k}, {"vPtr", a.v}, {"oPtr", a.o}, {"cuSeqLens", a.cuSeqLens}}) &&
+               checkAligned(mode, 16, {{"qPtr", a.q}, {"kPtr", a.k}, {"vPtr", a.v}, {"oPtr", a.o}}) &&
+               checkAligned(mode, 4, {{"lse", a.lse}, {"cuSeqLens", a.cuSeqLens}});
+    }
+    static void fill(FmhaRunner const& r, Args const& a, FmhaParams& p) {
+        p.batch = a.batchSize;
+        p.q = a.q;
+        p.o = a.o;
+        p.cuQ = a.cuSeqLens;
+        p.totalQ = a.totalSeqLen;
+        p.maxSeqLenQ = a.maxSeqLen;
+        p.cuKV = a.cuSeqLens;
+        p.maxKvLen = a.totalSeqLen;
+        p.k = a.k;
+        p.v = a.v;
+        p.kvRowsFromCu = true;
+        p.kvRowStride = static_cast<int64_t>(r.numQHeads()) * r.headDim();
+        p.kvHeadStride = r.headDim();
+        p.lse = a.lse;
+        p.lseHeadStride = a.totalSeqLen;
+        p.lsePacked = true;
+    }
+};
 
-namespace {
-Common pagedCommon(FmhaRunner const& r, PagedArgs const& a, bool bidirectional) {
-    return {Mode::kPaged, r.numQHeads(), r.numKVHeads(), r.headDim(), a.inputType, a.attentionScale, a.qScale,
-            a.kScale, a.vScale, a.slidingWindowSize, a.skipSoftmaxScaleFactor, a.isCausal, bidirectional};
-}
-}  // namespace
-
-bool FmhaRunner::preflight(PagedArgs const& a, bool useBidirectional) {
-    detail::clearError();
-    Common const c = pagedCommon(*this, a, useBidirectional);
-    detail::KernelOps ops;
-    return checkVariant(c, false) && selectKernel(c, &ops, a.stream, true);
-}
-
-bool FmhaRunner::runPaged(PagedArgs const& a, DataType kvDataType) {
-    detail::clearError();
-    char const* mode = "paged";
-    if ((a.bidirectionalBlockBegin == nullptr) != (a.bidirectionalBlockEnd == nullptr))
-        return fail(cat(mode, ": bidirectionalBlockBegin and bidirectionalBlockEnd must both be set or both be null"));
-    bool const bidir = a.bidirectionalBlockBegin != nullptr;
-    Common const c = pagedCommon(*this, a, bidir);
-    if (!checkVariant(c, true)) return false;
-    if (kvDataType != a.inputType)
-        return fail(cat(mode, ": kvDataType (", dataTypeName(kvDataType), ") does not match the input type (",
-                        dataTypeName(a.inputType), "; fp8Input selects fp8e4m3)"));
-    if (!checkBatch(mode, mBatchSize, vSplits(mHeadDim))) return false;
-    if (mSeqLenQ <= 0) return fail(cat(mode, ": seqLenQ (", mSeqLenQ, ") must be positive"));
-    if (!checkPaging(mode, "numPages", a.numPages, a.maxPagesPerSeq, a.tokensPerPage, mKvCacheCapacity))
-        return false;
-    if (!checkPointers(mode,
-                       {{"qPtr", a.q},
-                        {"pagedKVPoolPtr", a.pool},
-                        {"kvCachePageList", a.pageList},
-                        {"oPtr", a.o},
-                        {"cuKVSeqLens", a.cuKVSeqLens}}) ||
-        !checkAligned(mode, 16, {{"qPtr", a.q}, {"pagedKVPoolPtr", a.pool}, {"oPtr", a.o}}) ||
-        !checkAligned(mode, 4, {{"lse", a.lse},
-                                {"kvCachePageList", a.pageList},
-                                {"cuKVSeqLens", a.cuKVSeqLens},
-                                {"bidirectionalBlockBegin", a.bidirectionalBlockBegin},
-                                {"bidirectionalBlockEnd", a.bidirectionalBlockEnd}}))
-        return false;
-    detail::KernelOps ops;
-    if (!selectKernel(c, &ops, a.stream, false)) return false;
-
-    FmhaParams p;
-    fillCommon(p, c);
-    p.batch = mBatchSize;
-    p.q = a.q;
-    p.o = a.o;
-    p.seqLenQ = mSeqLenQ;
-    p.maxSeqLenQ = mSeqLenQ;
-    p.cuKV = a.cuKVSeqLens;
-    fillPaged(p, a.pool, a.pageList, a.numPages, a.maxPagesPerSeq, a.tokensPerPage);
-    p.bidirBegin = a.bidirectionalBlockBegin;
-    p.bidirEnd = a.bidirectionalBlockEnd;
-    p.lse = a.lse;
-    p.lseBatchStride = static_cast<int64_t>(mNumQHeads) * mSeqLenQ;
-    p.lseHeadStride = mSeqLenQ;
-    return launch(ops, p, a.stream, mode);
-}
-
-// ---------------------------------------------------------------- paged, ragged Q
-
-namespace {
-Common raggedCommon(FmhaRunner const& r, PagedRaggedArgs const& a) {
-    return {Mode::kPagedRagged, r.numQHeads(), r.numKVHeads(), r.headDim(), a.inputType, a.attentionScale,
-            a.qScale, a.kScale, a.vScale, a.slidingWindowSize, 0.0F, true, false};
-}
-}  // namespace
-
-bool FmhaRunner::preflight(PagedRaggedArgs const& a) {
-    detail::clearError();
-    Common const c = raggedCommon(*this, a);
-    detail::KernelOps ops;
-    return checkVariant(c, false) && selectKernel(c, &ops, a.stream, true);
-}
-
-bool FmhaRunner::run(PagedRaggedArgs const& a) {
-    detail::clearError();
-    char const* mode = "ragged";
-    Common const c = raggedCommon(*this, a);
-    if (!checkVariant(c, true)) return false;
-    if (!checkBatch(mode, mBatchSize, vSplits(mHeadDim))) return false;
-    if (a.totalQSeqLen <= 0) return fail(cat(mode, ": totalQSeqLen (", a.totalQSeqLen, ") must be positive"));
-    if (a.maxQSeqLen <= 0 || a.maxQSeqLen > a.totalQSeqLen)
-        return fail(cat(mode, ": maxQSeqLen (", a.maxQSeqLen, ") must be in [1, totalQSeqLen = ", a.totalQSeqLen, "]"));
-    if (!checkPaging(mode, "numFlatPages", a.numFlatPages, a.maxPagesPerSeq, a.tokensPerPage, mKvCacheCapacity))
-        return false;
-    if (!checkPointers(mode,
-                       {{"qPtr", a.q},
-                        {"pagedKVPoolPtr", a.pool},
-                        {"kvCachePageList", a.pageList},
-                        {"oPtr", a.o},
-                        {"cuQSeqLens", a.cuQSeqLens},
-                        {"cuKVSeqLens", a.cuKVSeqLens}}) ||
-        !checkAligned(mode, 16, {{"qPtr", a.q}, {"pagedKVPoolPtr", a.pool}, {"oPtr", a.o}}) ||
-        !checkAligned(mode, 4, {{"lse", a.lse},
-                                {"kvCachePageList", a.pageList},
-                                {"cuQSeqLens", a.cuQSeqLens},
-                                {"cuKVSeqLens", a.cuKVSeqLens}}))
-        return false;
-    detail::KernelOps ops;
-    if (!selectKernel(c, &ops, a.stream, false)) return false;
-
-    FmhaParams p;
-    fillCommon(p, c);
-    p.batch = mBatchSize;
-    p.q = a.q;
-    p.o = a.o;
-    p.cuQ = a.cuQSeqLens;
-    p.totalQ = a.totalQSeqLen;
-    p.maxSeqLenQ = a.maxQSeqLen;
-    p.cuKV = a.cuKVSeqLens;
-    fillPaged(p, a.pool, a.pageList, a.numFlatPages, a.maxPagesPerSeq, a.tokensPerPage);
-    p.lse = a.lse;
-    p.lseHeadStride = a.totalQSeqLen;
-    p.lsePacked = true;
-    return launch(ops, p, a.stream, mode);
-}
-
-// ---------------------------------------------------------------- ViT
-
-namespace {
-Common vitCommon(FmhaRunner const& r, VitArgs const& a) {
-    return {Mode::kVit, r.numQHeads(), r.numKVHeads(), r.headDim(), a.inputType, a.attentionScale, a.qScale,
-            a.kScale, a.vScale, INT_MAX, 0.0F, false, false};
-}
-bool checkVitHeads(FmhaRunner const& r) {
-    if (r.numKVHeads() != r.numQHeads())
-        return fail(cat("vit: Q, K and V share one head count; numKVHeads (", r.numKVHeads(),
-                        ") must equal numQHeads (", r.numQHeads(), ")"));
+// Rules of the variant beyond the common ones (ViT's head count).
+template <class M>
+bool checkVariantOf(FmhaRunner const& r) {
+    if constexpr (std::is_same_v<M, VitMode>) return M::checkVariantHeads(r);
     return true;
 }
-}  // namespace
 
-bool FmhaRunner::preflight(VitArgs const& a) {
-    detail::clearError();
-    Common const c = vitCommon(*this, a);
-    detail::KernelOps ops;
-    return checkVariant(c, false) && checkVitHeads(*this) && selectKernel(c, &ops, a.stream, true);
-}
-
-bool FmhaRunner::run(VitArgs const& a) {
-    detail::clearError();
-    char const* mode = "vit";
-    Common const c = vitCommon(*this, a);
-    if (!checkVariant(c, true) || !checkVitHeads(*this)) return false;
-    if (!checkBatch(mode, a.batchSize, 1)) return false;
-    if (a.totalSeqLen <= 0) return fail(cat(mode, ": totalSeqLen (", a.totalSeqLen, ") must be positive"));
-    if (a.totalSeqLen > kMaxKeys) return fail(cat(mode, ": totalSeqLen (", a.totalSeqLen, ") exceeds ", kMaxKeys));
-    if (a.maxSeqLen <= 0 || a.maxSeqLen > a.totalSeqLen)
-        return fail(cat(mode, ": maxSeqLen (", a.maxSeqLen, ") must be in [1, totalSeqLen = ", a.totalSeqLen, "]"));
-    if (!checkPointers(mode, {{"qPtr", a.q}, {"kPtr", a.k}, {"vPtr", a.v}, {"oPtr", a.o}, {"cuSeqLens", a.cuSeqLens}}) ||
-        !checkAligned(mode, 16, {{"qPtr", a.q}, {"kPtr", a.k}, {"vPtr", a.v}, {"oPtr", a.o}}) ||
-        !checkAligned(mode, 4, {{"lse", a.lse}, {"cuSeqLens", a.cuSeqLens}}))
-        return false;
-    detail::KernelOps ops;
-    if (!selectKernel(c, &ops, a.stream, false)) return false;
-
+template <class M>
+FmhaParams paramsOf(FmhaRunner const& r, typename M::Args const& a, Common const& c) {
     FmhaParams p;
     fillCommon(p, c);
-    p.batch = a.batchSize;
-    p.q = a.q;
-    p.o = a.o;
-    p.cuQ = a.cuSeqLens;
-    p.totalQ = a.totalSeqLen;
-    p.maxSeqLenQ = a.maxSeqLen;
-    p.cuKV = a.cuSeqLens;
-    p.maxKvLen = a.totalSeqLen;
-    p.k = a.k;
-    p.v = a.v;
-    p.kvRowsFromCu = true;
-    p.kvRowStride = static_cast<int64_t>(mNumQHeads) * mHeadDim;
-    p.kvHeadStride = mHeadDim;
-    p.lse = a.lse;
-    p.lseHeadStride = a.totalSeqLen;
-    p.lsePacked = true;
-    return launch(ops, p, a.stream, mode);
+    M::fill(r, a, p);
+    return p;
 }
+
+// The one run path: the variant's rules, the mode's own, the kernel, the params, the launch.
+template <class M, class... Extra>
+bool runMode(FmhaRunner const& r, typename M::Args const& a, LaunchRecord* record, bool bidirectional,
+             Extra... extra) {
+    detail::clearError();
+    Common const c = M::common(r, a, bidirectional);
+    if (!checkVariant(c, true) || !checkVariantOf<M>(r) || !M::check(r, a, extra...)) return false;
+    detail::KernelOps ops;
+    if (!selectKernel(c, &ops, a.stream, false)) return false;
+    return launch(ops, paramsOf<M>(r, a, c), a.stream, modeName(c.mode), record);
+}
+
+template <class M>
+bool preflightMode(FmhaRunner const& r, typename M::Args const& a, bool bidirectional) {
+    detail::clearError();
+    Common const c = M::common(r, a, bidirectional);
+    detail::KernelOps ops;
+    return checkVariant(c, false) && checkVariantOf<M>(r) && selectKernel(c, &ops, a.stream, true);
+}
+
+}  // namespace
+
+bool FmhaRunner::run(LlmArgs const& a, LaunchRecord* record) { return runMode<LlmMode>(*this, a, record, false); }
+bool FmhaRunner::preflight(LlmArgs const& a) { return preflightMode<LlmMode>(*this, a, false); }
+
+bool FmhaRunner::runPaged(PagedArgs const& a, DataType kvDataType, LaunchRecord* record) {
+    if ((a.bidirectionalBlockBegin == nullptr) != (a.bidirectionalBlockEnd == nullptr)) {
+        detail::clearError();
+        return fail("paged: bidirectionalBlockBegin and bidirectionalBlockEnd must both be set or both be null");
+    }
+    return runMode<PagedMode>(*this, a, record, a.bidirectionalBlockBegin != nullptr, kvDataType);
+}
+bool FmhaRunner::preflight(PagedArgs const& a, bool useBidirectional) {
+    return preflightMode<PagedMode>(*this, a, useBidirectional);
+}
+
+bool FmhaRunner::run(PagedRaggedArgs const& a, LaunchRecord* record) {
+    return runMode<RaggedMode>(*this, a, record, false);
+}
+bool FmhaRunner::preflight(PagedRaggedArgs const& a) { return preflightMode<RaggedMode>(*this, a, false); }
+
+bool FmhaRunner::run(VitArgs const& a, LaunchRecord* record) { return runMode<VitMode>(*this, a, record, false); }
+bool FmhaRunner::preflight(VitArgs const& a) { return preflightMode<VitMode>(*this, a, false); }
+
+namespace detail {
+
+FmhaParams paramsFor(FmhaRunner const& r, LlmArgs const& a) {
+    return paramsOf<LlmMode>(r, a, LlmMode::common(r, a, false));
+}
+FmhaParams paramsFor(FmhaRunner const& r, PagedArgs const& a) {
+    return paramsOf<PagedMode>(r, a, PagedMode::common(r, a, a.bidirectionalBlockBegin != nullptr));
+}
+FmhaParams paramsFor(FmhaRunner const& r, PagedRaggedArgs const& a) {
+    return paramsOf<RaggedMode>(r, a, RaggedMode::common(r, a, false));
+}
+FmhaParams paramsFor(FmhaRunner const& r, VitArgs const& a) {
+    return paramsOf<VitMode>(r, a, VitMode::common(r, a, false));
+}
+
+}  // namespace detail
 
 // ---------------------------------------------------------------- static predicates
 

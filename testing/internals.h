@@ -5,7 +5,8 @@
 #pragma once
 
 #include "device.h"             // detail::currentDevice, DeviceInfo
-#include "dispatch.h"           // detail::findKernel, setForcePortable, setPackGqa, setSmemBudgetCap, ...
-#include "error.h"              // detail::lastPackedHeads
+#include "dispatch.h"           // detail::findKernel, setForcePortable, setSmemBudgetCap, ...
+#include "heuristics.h"         // detail::setPackGqa, choosePackLog2, walkUnits
+#include "runner_params.h"      // detail::paramsFor
 #include "reference/numeric.h"  // num:: FP16 / BF16 / E4M3 conversions
 #include "support_table.h"      // support::kHeadDims

@@ -324,11 +324,11 @@ bool withArgs(HostProblem const& p, void const* q, void const* k, void const* v,
 }
 
 template <class Args>
-bool dispatchRun(FmhaRunner& r, Args const& a) {
+bool dispatchRun(FmhaRunner& r, Args const& a, LaunchRecord* record) {
     if constexpr (std::is_same_v<Args, PagedArgs>) {
-        return r.runPaged(a);
+        return r.runPaged(a, record);
     } else {
-        return r.run(a);
+        return r.run(a, record);
     }
 }
 
@@ -372,13 +372,14 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
                     : nullptr,
         fmha_runner_destroy);
     bool const bidir = !p.bidirBegin.empty();
+    LaunchRecord record;
     auto launch = [&]() {
         return withArgs(p, q.ptr, k.ptr, p.v.empty() ? nullptr : v.ptr, o.ptr, cuQ.as<int32_t>(),
                         cuKV.as<int32_t>(), p.pageTable.empty() ? nullptr : table.as<int32_t>(),
                         bidir ? bb.as<int32_t>() : nullptr, bidir ? be.as<int32_t>() : nullptr,
                         p.spec.withLse ? lse.as<float>() : nullptr, [&](auto& a) {
                             a.stream = stream;
-                            return p.spec.cApi ? dispatchRunC(cRunner.get(), a) : dispatchRun(runner, a);
+                            return p.spec.cApi ? dispatchRunC(cRunner.get(), a) : dispatchRun(runner, a, &record);
                         });
     };
     bool ok = launch();
@@ -387,8 +388,8 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
         cudaStreamDestroy(stream);
         return false;
     }
-    out->family = lastKernelFamily();
-    out->packedHeads = detail::lastPackedHeads();
+    out->family = p.spec.cApi ? lastKernelFamily() : record.family;  // the C API returns no record
+    out->packedHeads = p.spec.cApi ? 0 : record.packedHeads;
     if (cudaStreamSynchronize(stream) != cudaSuccess) {
         cudaStreamDestroy(stream);
         return cudaFail("kernel execution");

@@ -55,7 +55,7 @@ struct GpuResult {
     std::vector<float> lse;
     float medianMs = 0.0F;
     std::string family;  // kernel family that ran
-    int packedHeads = 1;  // query heads it packed into one tile (pack GQA)
+    int packedHeads = 1;  // query heads it packed into one tile (pack GQA); 0 through the C API (no record)
 };
 
 // Runs the problem through the runner (poisoned output first). timingIters > 0 also times

@@ -885,6 +885,140 @@ TEST(CanImplementValidation, ModesAndDtypes) {
     }
 }
 
+// The params each mode launches (detail::paramsFor, which the run path uses), field by field
+// against the layouts of docs/SEMANTICS.md.
+TEST(RunnerParams, EachModeFillsItsParams) {
+    auto addr = [](uintptr_t a) { return reinterpret_cast<void*>(a); };
+    auto ints = [](uintptr_t a) { return reinterpret_cast<int32_t const*>(a); };
+    FmhaRunner const r(8, 2, 128, 3, 40, 1024);  // Hq 8, Hkv 2, D 128, B 3, S_q 40, capacity 1024
+    {
+        fmha::LlmArgs a;
+        a.q = addr(0x1000), a.kv = addr(0x100000), a.o = addr(0x2000), a.cuKVSeqLens = ints(0x3000);
+        a.attentionScale = 0.5F, a.inputType = DataType::kFP8, a.qScale = 2, a.kScale = 3, a.vScale = 5;
+        a.slidingWindowSize = 77, a.lse = reinterpret_cast<float*>(0x4000);
+        fmha::FmhaParams const p = fmha::detail::paramsFor(r, a);
+        EXPECT_EQ(p.element, fmha::ElementKind::kFp8);
+        EXPECT_EQ(p.kvAddressing, fmha::KvAddressing::kStrided);
+        EXPECT_EQ(p.headDim, 128);
+        EXPECT_EQ(p.headGroup, 4);
+        EXPECT_EQ(p.batch, 3);
+        EXPECT_EQ(p.seqLenQ, 40);
+        EXPECT_EQ(p.maxSeqLenQ, 40);
+        EXPECT_EQ(p.cuQ, nullptr);
+        EXPECT_EQ(p.maxKvLen, 1024);
+        EXPECT_EQ(p.k, a.kv);
+        EXPECT_EQ(p.v, addr(0x100000 + 2 * 1024 * 128));  // KV [B, 2, Hkv, Cap, D] of 1-byte FP8
+        EXPECT_EQ(p.kvBatchStride, 2 * 2 * 1024 * 128);
+        EXPECT_EQ(p.kvRowStride, 128);
+        EXPECT_EQ(p.kvHeadStride, 1024 * 128);
+        EXPECT_FALSE(p.kvRowsFromCu);
+        EXPECT_EQ(p.lseBatchStride, 8 * 40);
+        EXPECT_EQ(p.lseHeadStride, 40);
+        EXPECT_FALSE(p.lsePacked);
+        EXPECT_FLOAT_EQ(p.scale, 0.5F * 2 * 3);
+        EXPECT_FLOAT_EQ(p.scaleLog2, 3.0F * 1.4426950408889634F);
+        EXPECT_FLOAT_EQ(p.outScale, 5.0F);
+        EXPECT_TRUE(p.causal);
+        EXPECT_EQ(p.window, 77);
+        EXPECT_EQ(p.packLog2, 0);
+        EXPECT_EQ(p.walkUnits, 1);
+        a.inputType = DataType::kBF16;
+        fmha::FmhaParams const b = fmha::detail::paramsFor(r, a);
+        EXPECT_EQ(b.v, addr(0x100000 + 2 * 1024 * 128 * 2));  // 2-byte elements
+        EXPECT_FLOAT_EQ(b.scale, 0.5F);                       // 16-bit input ignores the FP8 scales
+        EXPECT_FLOAT_EQ(b.outScale, 1.0F);
+    }
+    {
+        fmha::PagedArgs a;
+        a.q = addr(0x1000), a.pool = addr(0x5000), a.pageList = ints(0x6000), a.o = addr(0x2000);
+        a.cuKVSeqLens = ints(0x3000), a.numPages = 99, a.maxPagesPerSeq = 16, a.tokensPerPage = 64;
+        a.isCausal = false, a.bidirectionalBlockBegin = ints(0x7000), a.bidirectionalBlockEnd = ints(0x8000);
+        a.attentionScale = 0.25F;
+        fmha::FmhaParams const p = fmha::detail::paramsFor(r, a);
+        EXPECT_EQ(p.kvAddressing, fmha::KvAddressing::kPaged);
+        EXPECT_EQ(p.k, a.pool);
+        EXPECT_EQ(p.v, a.pool);
+        EXPECT_EQ(p.pageTable, a.pageList);
+        EXPECT_EQ(p.numPages, 99);
+        EXPECT_EQ(p.maxPagesPerSeq, 16);
+        EXPECT_EQ(p.pageSizeLog2, 6);
+        EXPECT_EQ(p.maxKvLen, 16 * 64);
+        EXPECT_EQ(p.seqLenQ, 40);
+        EXPECT_FALSE(p.causal);
+        EXPECT_EQ(p.bidirBegin, a.bidirectionalBlockBegin);
+        EXPECT_EQ(p.bidirEnd, a.bidirectionalBlockEnd);
+        EXPECT_EQ(p.lseHeadStride, 40);
+    }
+    {
+        fmha::PagedRaggedArgs a;
+        a.q = addr(0x1000), a.pool = addr(0x5000), a.pageList = ints(0x6000), a.o = addr(0x2000);
+        a.cuQSeqLens = ints(0x9000), a.cuKVSeqLens = ints(0x3000), a.totalQSeqLen = 70, a.maxQSeqLen = 33;
+        a.numFlatPages = 50, a.maxPagesPerSeq = 8, a.tokensPerPage = 128, a.attentionScale = 0.25F;
+        a.lse = reinterpret_cast<float*>(0x4000);
+        fmha::FmhaParams const p = fmha::detail::paramsFor(r, a);
+        EXPECT_EQ(p.cuQ, a.cuQSeqLens);
+        EXPECT_EQ(p.totalQ, 70);
+        EXPECT_EQ(p.maxSeqLenQ, 33);
+        EXPECT_EQ(p.seqLenQ, 0);
+        EXPECT_EQ(p.pageSizeLog2, 7);
+        EXPECT_EQ(p.maxKvLen, 8 * 128);
+        EXPECT_TRUE(p.causal);
+        EXPECT_EQ(p.lseBatchStride, 0);
+        EXPECT_EQ(p.lseHeadStride, 70);
+        EXPECT_TRUE(p.lsePacked);
+    }
+    {
+        FmhaRunner const vr(6, 6, 80);
+        fmha::VitArgs a;
+        a.q = addr(0x1000), a.k = addr(0x5000), a.v = addr(0x6000), a.o = addr(0x2000), a.cuSeqLens = ints(0x9000);
+        a.totalSeqLen = 300, a.maxSeqLen = 200, a.batchSize = 2, a.attentionScale = 0.25F;
+        fmha::FmhaParams const p = fmha::detail::paramsFor(vr, a);
+        EXPECT_EQ(p.batch, 2);
+        EXPECT_EQ(p.cuQ, a.cuSeqLens);
+        EXPECT_EQ(p.cuKV, a.cuSeqLens);
+        EXPECT_EQ(p.totalQ, 300);
+        EXPECT_EQ(p.maxSeqLenQ, 200);
+        EXPECT_EQ(p.maxKvLen, 300);
+        EXPECT_EQ(p.k, a.k);
+        EXPECT_EQ(p.v, a.v);
+        EXPECT_TRUE(p.kvRowsFromCu);
+        EXPECT_EQ(p.kvRowStride, 6 * 80);
+        EXPECT_EQ(p.kvHeadStride, 80);
+        EXPECT_FALSE(p.causal);
+        EXPECT_EQ(p.window, INT_MAX);
+        EXPECT_TRUE(p.lsePacked);
+    }
+}
+
+// The launch plan: the portable walk's section size and where it applies.
+TEST(LaunchPlan, WalkAndPackFollowTheKernel) {
+    fmha::FmhaParams p;
+    p.element = fmha::ElementKind::kFp16, p.headDim = 128, p.maxKvLen = 512, p.maxSeqLenQ = 512, p.causal = true;
+    p.numQHeads = 16, p.numKVHeads = 16, p.headGroup = 1, p.batch = 32, p.seqLenQ = 512;
+    EXPECT_EQ(fmha::detail::walkUnits(p), (16 << 20) / (2 * 2 * 128 * 512));  // 64 units of 256 KiB
+    p.element = fmha::ElementKind::kFp8;
+    EXPECT_EQ(fmha::detail::walkUnits(p), (16 << 20) / (2 * 128 * 512));
+    p.maxSeqLenQ = 513;
+    EXPECT_EQ(fmha::detail::walkUnits(p), 1);
+    p.maxSeqLenQ = 512, p.window = 100;
+    EXPECT_EQ(fmha::detail::walkUnits(p), 1);
+    p.window = INT32_MAX, p.causal = false;
+    EXPECT_EQ(fmha::detail::walkUnits(p), 1);
+    p.causal = true;
+    fmha::detail::KernelOps ops;
+    ops.blockM = 128;
+    fmha::detail::planLaunch(ops, &p);
+    EXPECT_EQ(p.walkUnits, 1);  // an instance without a walking variant
+    ops.walks = true;
+    fmha::detail::planLaunch(ops, &p);
+    EXPECT_GT(p.walkUnits, 1);
+    EXPECT_EQ(p.packLog2, 0);
+    p.numKVHeads = 4, p.headGroup = 4, p.seqLenQ = 16, p.maxSeqLenQ = 16;  // short chunks of a group of 4
+    ops.packsGqa = true;
+    fmha::detail::planLaunch(ops, &p);
+    EXPECT_EQ(p.packLog2, 2);
+}
+
 // Which launches pack GQA (the Hopper family's host-side choice; no GPU involved).
 TEST(PackGqaChoice, ShortChunksOfPowerOfTwoGroupsPack) {
     int const previous = fmha::detail::setPackGqa(-1);

@@ -35,6 +35,14 @@ FMHA_API char const* lastError();
 // kernels) or "sm80" (the portable mma.sync kernels); "" before any.
 FMHA_API char const* lastKernelFamily();
 
+// What a successful run* launched (optional out-parameter of the struct-based run calls).
+struct LaunchRecord {
+    char const* family = "";   // "sm90" (Hopper wgmma kernels) or "sm80" (portable mma.sync kernels)
+    int32_t packedHeads = 1;   // query heads packed into one tile of rows (pack GQA; 1: none)
+    int32_t blockM = 0;        // the tile: query rows (of packed rows under pack GQA)
+    int32_t blockN = 0;        // and keys
+};
+
 // Optional sink for every error message (any thread). Pass nullptr to remove it.
 using LogCallback = void (*)(char const* message, void* user);
 FMHA_API void setLogCallback(LogCallback callback, void* user);
@@ -279,10 +287,13 @@ public:
     }
 
     // ---- Extensions: every option (BF16 input, LSE output) through one struct per mode. ----
-    bool run(LlmArgs const& args);
-    bool runPaged(PagedArgs const& args) { return runPaged(args, args.inputType); }
-    bool run(PagedRaggedArgs const& args);
-    bool run(VitArgs const& args);
+    // record (optional) receives what was launched.
+    bool run(LlmArgs const& args, LaunchRecord* record = nullptr);
+    bool runPaged(PagedArgs const& args, LaunchRecord* record = nullptr) {
+        return runPaged(args, args.inputType, record);
+    }
+    bool run(PagedRaggedArgs const& args, LaunchRecord* record = nullptr);
+    bool run(VitArgs const& args, LaunchRecord* record = nullptr);
     bool preflight(LlmArgs const& variant);
     bool preflight(PagedArgs const& variant, bool useBidirectional);
     bool preflight(PagedRaggedArgs const& variant);
@@ -304,7 +315,7 @@ public:
     int32_t kvCacheCapacity() const { return mKvCacheCapacity; }
 
 private:
-    bool runPaged(PagedArgs const& args, DataType kvDataType);
+    bool runPaged(PagedArgs const& args, DataType kvDataType, LaunchRecord* record = nullptr);
 
     int32_t mNumQHeads;
     int32_t mNumKVHeads;

@@ -18,6 +18,7 @@ struct KernelSm80 {
     static int smemBytes();
     static int blockM();
     static int blockN();
+    static bool walks();  // has a walking variant (launched where FmhaParams::walkUnits > 1)
 };
 
 }  // namespace fmha::sm80
