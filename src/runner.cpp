@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "device.h"
 #include "dispatch.h"
@@ -132,7 +133,9 @@ bool checkPaging(char const* mode, char const* numPagesName, int32_t numPages, i
     return true;
 }
 
-bool checkPointers(char const* mode, std::initializer_list<std::pair<char const*, void const*>> ptrs) {
+using Named = std::pair<char const*, void const*>;
+
+bool checkPointers(char const* mode, std::vector<Named> const& ptrs) {
     for (auto const& [name, p] : ptrs)
         if (p == nullptr) return fail(cat(mode, ": ", name, " is null"));
     return true;
@@ -140,8 +143,7 @@ bool checkPointers(char const* mode, std::initializer_list<std::pair<char const*
 
 // Tensors are read in 16-byte vectors, index arrays (cu*, page list, bidirectional bounds)
 // and the LSE as 4-byte words.
-bool checkAligned(char const* mode, uintptr_t bytes,
-                  std::initializer_list<std::pair<char const*, void const*>> ptrs) {
+bool checkAligned(char const* mode, uintptr_t bytes, std::vector<Named> const& ptrs) {
     for (auto const& [name, p] : ptrs)
         if (!aligned(p, bytes)) return fail(cat(mode, ": ", name, " must be ", bytes, "-byte aligned"));
     return true;
@@ -267,6 +269,21 @@ FmhaRunner::FmhaRunner(int32_t numQHeads, int32_t numKVHeads, int32_t headDim, i
 
 namespace {
 
+// The buffers of the paged modes, in the order they are reported: Q, the pool, the page list,
+// O and the mode's prefix arrays must be set; Q, the pool and O 16-byte aligned; the LSE, the
+// page list, the prefix arrays and the optional int32 arrays 4-byte aligned.
+bool checkPagedBuffers(char const* mode, void const* q, void const* pool, int32_t const* pages, void const* o,
+                       float const* lse, std::initializer_list<Named> prefixes, std::initializer_list<Named> optional) {
+    std::vector<Named> required = {{"qPtr", q}, {"pagedKVPoolPtr", pool}, {"kvCachePageList", pages}, {"oPtr", o}};
+    std::vector<Named> words = {{"lse", lse}, {"kvCachePageList", pages}};
+    required.insert(required.end(), prefixes.begin(), prefixes.end());
+    words.insert(words.end(), prefixes.begin(), prefixes.end());
+    words.insert(words.end(), optional.begin(), optional.end());
+    return checkPointers(mode, required) &&
+           checkAligned(mode, 16, {{"qPtr", q}, {"pagedKVPoolPtr", pool}, {"oPtr", o}}) &&
+           checkAligned(mode, 4, words);
+}
+
 bool checkBatch(char const* mode, int32_t batch, int32_t splits) {
     if (batch <= 0) return fail(cat(mode, ": batchSize (", batch, ") must be positive"));
     if (batch > kMaxGridYZ / splits) return fail(cat(mode, ": batchSize (", batch, ") exceeds ", kMaxGridYZ / splits));
@@ -329,17 +346,9 @@ struct PagedMode {
         if (!checkBatch(mode, r.batchSize(), vSplits(r.headDim()))) return false;
         if (r.seqLenQ() <= 0) return fail(cat(mode, ": seqLenQ (", r.seqLenQ(), ") must be positive"));
         return checkPaging(mode, "numPages", a.numPages, a.maxPagesPerSeq, a.tokensPerPage, r.kvCacheCapacity()) &&
-               checkPointers(mode, {{"qPtr", a.q},
-                                    {"pagedKVPoolPtr", a.pool},
-                                    {"kvCachePageList", a.pageList},
-                                    {"oPtr", a.o},
-                                    {"cuKVSeqLens", a.cuKVSeqLens}}) &&
-               checkAligned(mode, 16, {{"qPtr", a.q}, {"pagedKVPoolPtr", a.pool}, {"oPtr", a.o}}) &&
-               checkAligned(mode, 4, {{"lse", a.lse},
-                                      {"kvCachePageList", a.pageList},
-                                      {"cuKVSeqLens", a.cuKVSeqLens},
-                                      {"bidirectionalBlockBegin", a.bidirectionalBlockBegin},
-                                      {"bidirectionalBlockEnd", a.bidirectionalBlockEnd}});
+               checkPagedBuffers(mode, a.q, a.pool, a.pageList, a.o, a.lse, {{"cuKVSeqLens", a.cuKVSeqLens}},
+                                 {{"bidirectionalBlockBegin", a.bidirectionalBlockBegin},
+                                  {"bidirectionalBlockEnd", a.bidirectionalBlockEnd}});
     }
     static void fill(FmhaRunner const& r, Args const& a, FmhaParams& p) {
         p.batch = r.batchSize();
@@ -372,17 +381,8 @@ struct RaggedMode {
                             "]"));
         return checkPaging(mode, "numFlatPages", a.numFlatPages, a.maxPagesPerSeq, a.tokensPerPage,
                            r.kvCacheCapacity()) &&
-               checkPointers(mode, {{"qPtr", a.q},
-                                    {"pagedKVPoolPtr", a.pool},
-                                    {"kvCachePageList", a.pageList},
-                                    {"oPtr", a.o},
-                                    {"cuQSeqLens", a.cuQSeqLens},
-                                    {"cuKVSeqLens", a.cuKVSeqLens}}) &&
-               checkAligned(mode, 16, {{"qPtr", a.q}, {"pagedKVPoolPtr", a.pool}, {"oPtr", a.o}}) &&
-               checkAligned(mode, 4, {{"lse", a.lse},
-                                      {"kvCachePageList", a.pageList},
-                                      {"cuQSeqLens", a.cuQSeqLens},
-                                      {"cuKVSeqLens", a.cuKVSeqLens}});
+               checkPagedBuffers(mode, a.q, a.pool, a.pageList, a.o, a.lse,
+                                 {{"cuQSeqLens", a.cuQSeqLens}, {"cuKVSeqLens", a.cuKVSeqLens}}, {});
     }
     static void fill(FmhaRunner const& r, Args const& a, FmhaParams& p) {
         p.batch = r.batchSize();
