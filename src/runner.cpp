@@ -291,6 +291,19 @@ bool checkBatch(char const* mode, int32_t batch, int32_t splits) {
 }
 int32_t vSplits(int32_t headDim) { return headDim > 256 ? 2 : 1; }
 
+// Batched Q (LLM and paged modes): B sequences of the constructor's seqLenQ rows; LSE [B, Hq, S_q].
+void fillBatchedQ(FmhaRunner const& r, void const* q, void* o, int32_t const* cuKV, float* lse, FmhaParams& p) {
+    p.batch = r.batchSize();
+    p.q = q;
+    p.o = o;
+    p.seqLenQ = r.seqLenQ();
+    p.maxSeqLenQ = r.seqLenQ();
+    p.cuKV = cuKV;
+    p.lse = lse;
+    p.lseBatchStride = static_cast<int64_t>(r.numQHeads()) * r.seqLenQ();
+    p.lseHeadStride = r.seqLenQ();
+}
+
 // One description per mode; the run and preflight paths below are shared. Each states what
 // differs: its variant (Common), its own argument checks in order (after the variant's and
 // before the kernel is chosen) and its part of FmhaParams.
@@ -314,21 +327,13 @@ struct LlmMode {
     static void fill(FmhaRunner const& r, Args const& a, FmhaParams& p) {
         int64_t const elemBytes = a.inputType == DataType::kFP8 ? 1 : 2;
         int64_t const kvHeadStride = static_cast<int64_t>(r.kvCacheCapacity()) * r.headDim();
-        p.batch = r.batchSize();
-        p.q = a.q;
-        p.o = a.o;
-        p.seqLenQ = r.seqLenQ();
-        p.maxSeqLenQ = r.seqLenQ();
-        p.cuKV = a.cuKVSeqLens;
+        fillBatchedQ(r, a.q, a.o, a.cuKVSeqLens, a.lse, p);
         p.maxKvLen = r.kvCacheCapacity();
         p.k = a.kv;
         p.v = static_cast<char const*>(a.kv) + r.numKVHeads() * kvHeadStride * elemBytes;
         p.kvBatchStride = 2 * r.numKVHeads() * kvHeadStride;
         p.kvRowStride = r.headDim();
         p.kvHeadStride = kvHeadStride;
-        p.lse = a.lse;
-        p.lseBatchStride = static_cast<int64_t>(r.numQHeads()) * r.seqLenQ();
-        p.lseHeadStride = r.seqLenQ();
     }
 };
 
@@ -351,18 +356,10 @@ struct PagedMode {
                                   {"bidirectionalBlockEnd", a.bidirectionalBlockEnd}});
     }
     static void fill(FmhaRunner const& r, Args const& a, FmhaParams& p) {
-        p.batch = r.batchSize();
-        p.q = a.q;
-        p.o = a.o;
-        p.seqLenQ = r.seqLenQ();
-        p.maxSeqLenQ = r.seqLenQ();
-        p.cuKV = a.cuKVSeqLens;
+        fillBatchedQ(r, a.q, a.o, a.cuKVSeqLens, a.lse, p);
         fillPaged(p, a.pool, a.pageList, a.numPages, a.maxPagesPerSeq, a.tokensPerPage);
         p.bidirBegin = a.bidirectionalBlockBegin;
         p.bidirEnd = a.bidirectionalBlockEnd;
-        p.lse = a.lse;
-        p.lseBatchStride = static_cast<int64_t>(r.numQHeads()) * r.seqLenQ();
-        p.lseHeadStride = r.seqLenQ();
     }
 };
 
