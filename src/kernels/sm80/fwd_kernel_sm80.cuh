@@ -12,7 +12,7 @@
 #include "kernels/common/mask.cuh"
 #include "kernels/common/seqlen.cuh"
 #include "kernels/common/softmax.cuh"
-#include "kernels/common/store_output.cuh"
+#include "kernels/common/epilogue.cuh"
 #include "kernels/common/tile_load.cuh"
 #include "kernels/sm80/mainloop_sm80.cuh"
 #include "kernels/sm80/tile_sm80.h"

@@ -13,9 +13,10 @@
 
 #include "kernels/common/fill_rows.cuh"
 #include "kernels/common/mask.cuh"
+#include "kernels/common/packed_rows.cuh"
 #include "kernels/common/seqlen.cuh"
 #include "kernels/common/softmax.cuh"
-#include "kernels/common/store_output.cuh"
+#include "kernels/common/epilogue.cuh"
 #include "kernels/sm90/mainloop_sm90.cuh"
 #include "kernels/sm90/tile_sm90.h"
 #include "params.h"

@@ -18,6 +18,7 @@
 #include "kernels/common/elem.cuh"
 #include "kernels/common/kv_address.cuh"
 #include "kernels/common/mask.cuh"
+#include "kernels/common/packed_rows.cuh"
 #include "kernels/common/softmax.cuh"
 #include "kernels/common/tile_load.cuh"
 #include "kernels/sm90/tma_sm90.h"
@@ -27,20 +28,6 @@ namespace fmha::sm90 {
 namespace gmma = cute::SM90::GMMA;
 using Barrier = cutlass::arch::ClusterBarrier;
 using TxBarrier = cutlass::arch::ClusterTransactionBarrier;
-
-// A sequence's tile rows under pack GQA (FmhaParams::packLog2; 0: tile rows are query
-// rows): row i is query row i >> log2 of query head (the tile's first head) + (i mod 2^log2).
-struct PackedRows {
-    int log2;
-    __device__ explicit PackedRows(FmhaParams const& p) : log2(p.packLog2) {}
-    __device__ int count(int lq) const { return lq << log2; }  // tile rows of a sequence of lq queries
-    __device__ int query(int i) const { return i >> log2; }
-    __device__ int head(int i) const { return i & ((1 << log2) - 1); }
-    // Elements from the sequence's first Q/O row at the tile's first head to row i.
-    __device__ int64_t offset(int i, int64_t rowStride, int headDim) const {
-        return query(i) * rowStride + head(i) * headDim;
-    }
-};
 
 // Byte offset of chunk c (8 elements) of row r in a tile of kRows rows stored as 64-column
 // blocks of kRows x 128 B, each row's eight 16-byte chunks XOR-swizzled by (row % 8): the

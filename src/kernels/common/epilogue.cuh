@@ -1,4 +1,4 @@
-// Epilogue store shared by both families: normalise a warp's accumulators (mma.sync and
+// Epilogue shared by both families: normalise a warp's accumulators (mma.sync and
 // wgmma share the per-warp C layout), stage its rows in shared memory, store them with
 // 16-byte writes.
 #pragma once
