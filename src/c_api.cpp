@@ -6,6 +6,7 @@
 #include <new>
 #include <string>
 
+#include "c_args.h"
 #include "error.h"
 #include "fmha/fmha.h"
 
@@ -174,40 +175,21 @@ bool fmha_can_implement_vit(int32_t head_size, int32_t sm_version) {
     return fmha::FmhaRunner::canImplementViT(head_size, sm_version);
 }
 
+// The defaults are the C++ argument structs'.
 void fmha_llm_args_init(fmha_llm_args* a) {
-    if (a == nullptr) return;
-    *a = fmha_llm_args{};
-    a->struct_size = sizeof(*a);
-    a->sliding_window_size = INT32_MAX;
-    a->input_data_type = static_cast<int32_t>(fmha::DataType::kHALF);
-    a->q_scale = a->k_scale = a->v_scale = 1.0F;
+    if (a != nullptr) *a = fmha::detail::toC(fmha::LlmArgs{});
 }
 
 void fmha_paged_args_init(fmha_paged_args* a) {
-    if (a == nullptr) return;
-    *a = fmha_paged_args{};
-    a->struct_size = sizeof(*a);
-    a->sliding_window_size = INT32_MAX;
-    a->input_data_type = static_cast<int32_t>(fmha::DataType::kHALF);
-    a->q_scale = a->k_scale = a->v_scale = 1.0F;
-    a->is_causal = true;
+    if (a != nullptr) *a = fmha::detail::toC(fmha::PagedArgs{});
 }
 
 void fmha_paged_ragged_args_init(fmha_paged_ragged_args* a) {
-    if (a == nullptr) return;
-    *a = fmha_paged_ragged_args{};
-    a->struct_size = sizeof(*a);
-    a->sliding_window_size = INT32_MAX;
-    a->input_data_type = static_cast<int32_t>(fmha::DataType::kHALF);
-    a->q_scale = a->k_scale = a->v_scale = 1.0F;
+    if (a != nullptr) *a = fmha::detail::toC(fmha::PagedRaggedArgs{});
 }
 
 void fmha_vit_args_init(fmha_vit_args* a) {
-    if (a == nullptr) return;
-    *a = fmha_vit_args{};
-    a->struct_size = sizeof(*a);
-    a->input_data_type = static_cast<int32_t>(fmha::DataType::kHALF);
-    a->q_scale = a->k_scale = a->v_scale = 1.0F;
+    if (a != nullptr) *a = fmha::detail::toC(fmha::VitArgs{});
 }
 
 bool fmha_run_llm_args(fmha_runner* r, const fmha_llm_args* args) {

@@ -19,14 +19,12 @@ namespace {
 
 // The kernel head dim of an API head dim in each family (the support table); 0: none.
 int kernelHeadDim(int d) {
-    for (support::HeadDim const& h : support::kHeadDims)
-        if (h.api == d) return h.portable;
-    return 0;
+    support::HeadDim const* h = support::find(d);
+    return h != nullptr ? h->portable : 0;
 }
 int hopperHeadDim(int d) {
-    for (support::HeadDim const& h : support::kHeadDims)
-        if (h.api == d) return h.hopper;
-    return 0;
+    support::HeadDim const* h = support::find(d);
+    return h != nullptr ? h->hopper : 0;
 }
 
 template <class Kernel>

@@ -103,6 +103,5 @@ void clearError() { tLastError.clear(); }
 
 void setLastKernelFamily(char const* family) { tLastFamily = family; }
 
-
 }  // namespace detail
 }  // namespace fmha

@@ -40,9 +40,8 @@ bool pagedMode(Mode mode) { return mode == Mode::kPaged || mode == Mode::kPagedR
 
 // The head dims of the support table (tools/generate_kernels.py) that a mode takes.
 bool headDimSupported(Mode mode, int32_t d) {
-    for (support::HeadDim const& h : support::kHeadDims)
-        if (h.api == d) return !h.pagedOnly || pagedMode(mode);
-    return false;
+    support::HeadDim const* h = support::find(d);
+    return h != nullptr && (!h->pagedOnly || pagedMode(mode));
 }
 
 std::string headDimList(Mode mode) {
@@ -61,9 +60,7 @@ bool toElement(DataType t, ElementKind* e) {
     }
 }
 
-KvAddressing addressingOf(Mode mode) {
-    return (mode == Mode::kPaged || mode == Mode::kPagedRagged) ? KvAddressing::kPaged : KvAddressing::kStrided;
-}
+KvAddressing addressingOf(Mode mode) { return pagedMode(mode) ? KvAddressing::kPaged : KvAddressing::kStrided; }
 
 bool positiveFinite(float v) { return std::isfinite(v) && v > 0.0F; }
 bool aligned(void const* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }

@@ -200,8 +200,6 @@ std::string corrupt(Rng& r, HostProblem& p) {
     return s;
 }
 
-bool isFp16Family(DataType t) { return t != DataType::kBF16; }
-
 // A malformed problem, judged by the documented clamps (docs/SEMANTICS.md): a row exactly one
 // sequence computes matches the naive evaluation of the clamped metadata (atol: the output
 // type's rounding and the kernels' 16-bit P on values of at most valueRange, plus
@@ -226,8 +224,8 @@ bool judgeMalformed(HostProblem const& p, GpuResult const& gpu, std::string* why
         }
     }
     int64_t const rowElems = p.oElems / std::max<int64_t>(1, static_cast<int64_t>(coverage.size()));
-    double const atol = ((isFp16Family(p.spec.dtype) ? 1e-2 : 4e-2) + 2.0 * p.spec.skip) * p.spec.valueRange;
     bool const bf16 = p.spec.dtype == DataType::kBF16;
+    double const atol = ((bf16 ? 4e-2 : 1e-2) + 2.0 * p.spec.skip) * p.spec.valueRange;
     for (size_t row = 0; row < coverage.size(); ++row) {
         bool const ambiguous = coverage[row] > 1 || (coverage[row] == 1 && zeroed[row]);
         for (int64_t e = 0; e < rowElems; ++e) {

@@ -42,8 +42,8 @@ struct FuzzVerdict {
 
 // Runs the case through the default dispatch and, where that chose another family, the
 // portable family too. A valid problem must match the reference within the error budget
-// with every output written; a malformed one must run, leave the rows that no sequence
-// computes unwritten and match the naive evaluation under the documented clamps elsewhere.
+// with every output written; a malformed one must run, write zeros to the rows that no
+// sequence computes and match the naive evaluation under the documented clamps elsewhere.
 FuzzVerdict runFuzzCase(FuzzCase const& c);
 
 }  // namespace fmha::harness

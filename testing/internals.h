@@ -4,6 +4,7 @@
 // Nothing under tools/ or tests/ includes a src/ header otherwise.
 #pragma once
 
+#include "c_args.h"             // detail::toC (C++ argument structs to the C API's)
 #include "device.h"             // detail::currentDevice, DeviceInfo
 #include "dispatch.h"           // detail::findKernel, setForcePortable, setSmemBudgetCap, ...
 #include "heuristics.h"         // detail::setPackGqa, choosePackLog2, walkUnits

@@ -12,7 +12,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include "c_args.h"
 #include "internals.h"
 
 namespace fmha::harness {
@@ -335,7 +334,7 @@ bool dispatchRun(FmhaRunner& r, Args const& a, LaunchRecord* record) {
 // The same call through the C API's struct functions.
 template <class Args>
 bool dispatchRunC(fmha_runner* r, Args const& a) {
-    auto const c = cArgs(a);
+    auto const c = detail::toC(a);
     if constexpr (std::is_same_v<Args, LlmArgs>) return fmha_run_llm_args(r, &c);
     if constexpr (std::is_same_v<Args, PagedArgs>) return fmha_run_paged_args(r, &c);
     if constexpr (std::is_same_v<Args, PagedRaggedArgs>) return fmha_run_paged_ragged_args(r, &c);

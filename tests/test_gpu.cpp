@@ -313,39 +313,35 @@ TEST(ErrorPathsDeathTest, StickyContextErrorIsNamed) {
     EXPECT_EXIT(child(), ::testing::ExitedWithCode(0), "sticky error");
 }
 
+// Cases 0..count-1 of a fuzz run of small problems (the suite also runs under
+// compute-sanitizer); stops after 5 failures, each printed with the command that re-runs it.
+void fuzzBatch(uint64_t seed, uint64_t count, harness::FuzzFilter filter) {
+    filter.maxWork = 3e6;
+    int failures = 0;
+    for (uint64_t i = 0; i < count && failures < 5; ++i) {
+        harness::FuzzVerdict const v = harness::runFuzzCase(harness::makeFuzzCase(seed, i, filter));
+        if (!v.pass) ++failures;
+        EXPECT_TRUE(v.pass) << v.detail << "\n  reproduce: " << harness::fuzzRepro(seed, i, filter);
+    }
+}
+
 // A fixed-seed batch of the randomized differential fuzzer (`fmha fuzz` runs the same
 // generator at any size): every mode, mask, dtype, head dim, page size and GQA ratio on
-// random lengths, through every kernel family the GPU has. A failure prints the problem
-// and the command that re-runs it alone.
+// random lengths, through every kernel family the GPU has.
 TEST(Fuzz, FixedSeedBatch) {
     FMHA_REQUIRE_GPU();
-    constexpr uint64_t kSeed = 20261201;
-    harness::FuzzFilter filter;
-    filter.maxWork = 3e6;  // small problems: the suite also runs under compute-sanitizer
-    int failures = 0;
-    for (uint64_t i = 0; i < 300 && failures < 5; ++i) {
-        harness::FuzzVerdict const v = harness::runFuzzCase(harness::makeFuzzCase(kSeed, i, filter));
-        if (!v.pass) ++failures;
-        EXPECT_TRUE(v.pass) << v.detail << "\n  reproduce: " << harness::fuzzRepro(kSeed, i, filter);
-    }
+    fuzzBatch(20261201, 300, {});
 }
 
 // Corrupted device metadata (prefix sums that decrease, are negative or pass the capacity,
 // maxQSeqLen below the longest sequence, page ids outside the pool, bidirectional bounds out
-// of range): the call succeeds, rows no sequence computes stay unwritten and the others
-// follow the documented clamps. compute-sanitizer checks that nothing leaves the buffers.
+// of range): the call succeeds, rows no sequence computes are zeros and the others follow
+// the documented clamps. compute-sanitizer checks that nothing leaves the buffers.
 TEST(Fuzz, MalformedMetadataIsClamped) {
     FMHA_REQUIRE_GPU();
-    constexpr uint64_t kSeed = 20261202;
     harness::FuzzFilter filter;
     filter.malformed = true;
-    filter.maxWork = 3e6;
-    int failures = 0;
-    for (uint64_t i = 0; i < 100 && failures < 5; ++i) {
-        harness::FuzzVerdict const v = harness::runFuzzCase(harness::makeFuzzCase(kSeed, i, filter));
-        if (!v.pass) ++failures;
-        EXPECT_TRUE(v.pass) << v.detail << "\n  reproduce: " << harness::fuzzRepro(kSeed, i, filter);
-    }
+    fuzzBatch(20261202, 100, filter);
 }
 
 }  // namespace

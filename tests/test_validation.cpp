@@ -17,7 +17,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include "c_args.h"
 #include "fmha/fmha.h"
 #include "fmha/fmha_c.h"
 #include "internals.h"
@@ -25,7 +24,7 @@
 namespace {
 
 using fmha::DataType;
-using fmha::harness::cArgs;
+using fmha::detail::toC;
 using fmha::FmhaRunner;
 using fmha::MaskType;
 using fmha::Mode;
@@ -279,7 +278,7 @@ struct LlmMode {
         bool const fp8 = a.inputType == DataType::kFP8;
         if (api == Api::kStruct) return runnerFor(s.shape).run(a);
         if (api == Api::kCStruct) {
-            fmha_llm_args const c = cArgs(a);
+            fmha_llm_args const c = toC(a);
             return fmha_run_llm_args(cRunnerFor(s.shape).get(), &c);
         }
         if (!seedExpressible(a)) return std::nullopt;
@@ -296,7 +295,7 @@ struct LlmMode {
         bool const fp8 = a.inputType == DataType::kFP8;
         if (api == Api::kStruct) return runnerFor(s.shape).preflight(a);
         if (api == Api::kCStruct) {
-            fmha_llm_args const c = cArgs(a);
+            fmha_llm_args const c = toC(a);
             return fmha_preflight_llm_args(cRunnerFor(s.shape).get(), &c);
         }
         if (!seedExpressible(a)) return std::nullopt;
@@ -342,7 +341,7 @@ struct PagedMode {
             return kvType == a.inputType ? std::optional<bool>(runnerFor(s.shape).runPaged(a)) : std::nullopt;
         if (api == Api::kCStruct) {  // the struct has no kvDataType: the input type is the cache's
             if (kvType != a.inputType) return std::nullopt;
-            fmha_paged_args const c = cArgs(a);
+            fmha_paged_args const c = toC(a);
             return fmha_run_paged_args(cRunnerFor(s.shape).get(), &c);
         }
         if (!seedExpressible(a)) return std::nullopt;
@@ -364,7 +363,7 @@ struct PagedMode {
         bool const bidir = a.bidirectionalBlockBegin != nullptr;
         if (api == Api::kStruct) return runnerFor(s.shape).preflight(a, bidir);
         if (api == Api::kCStruct) {
-            fmha_paged_args const c = cArgs(a);
+            fmha_paged_args const c = toC(a);
             return fmha_preflight_paged_args(cRunnerFor(s.shape).get(), &c, bidir);
         }
         if (!seedExpressible(a)) return std::nullopt;
@@ -430,7 +429,7 @@ struct RaggedMode {
         Args const& a = s.args;
         if (api == Api::kStruct) return runnerFor(s.shape).run(a);
         if (api == Api::kCStruct) {
-            fmha_paged_ragged_args const c = cArgs(a);
+            fmha_paged_ragged_args const c = toC(a);
             return fmha_run_paged_ragged_args(cRunnerFor(s.shape).get(), &c);
         }
         if (a.lse != nullptr) return std::nullopt;
@@ -449,7 +448,7 @@ struct RaggedMode {
         Args const& a = s.args;
         if (api == Api::kStruct) return runnerFor(s.shape).preflight(a);
         if (api == Api::kCStruct) {
-            fmha_paged_ragged_args const c = cArgs(a);
+            fmha_paged_ragged_args const c = toC(a);
             return fmha_preflight_paged_ragged_args(cRunnerFor(s.shape).get(), &c);
         }
         if (api == Api::kSeed)
@@ -492,7 +491,7 @@ struct VitMode {
         bool const fp8 = a.inputType == DataType::kFP8;
         if (api == Api::kStruct) return runnerFor(s.shape).run(a);
         if (api == Api::kCStruct) {
-            fmha_vit_args const c = cArgs(a);
+            fmha_vit_args const c = toC(a);
             return fmha_run_vit_args(cRunnerFor(s.shape).get(), &c);
         }
         if (!seedExpressible(a)) return std::nullopt;
@@ -508,7 +507,7 @@ struct VitMode {
     static std::optional<bool> preflight(Api api, S const& s) {
         if (api == Api::kStruct) return runnerFor(s.shape).preflight(s.args);
         if (api == Api::kCStruct) {
-            fmha_vit_args const c = cArgs(s.args);
+            fmha_vit_args const c = toC(s.args);
             return fmha_preflight_vit_args(cRunnerFor(s.shape).get(), &c);
         }
         if (s.args.inputType != DataType::kHALF) return std::nullopt;

@@ -87,6 +87,12 @@ def support_table(out):
                      "    bool pagedOnly;  // the paged modes only\n"
                      "};\n\n"
                      f"inline constexpr HeadDim kHeadDims[] = {{\n{rows}}};\n\n"
+                     "// The row of an API head dim; null for a head dim the API does not take.\n"
+                     "inline constexpr HeadDim const* find(int api) {\n"
+                     "    for (HeadDim const& h : kHeadDims)\n"
+                     "        if (h.api == api) return &h;\n"
+                     "    return nullptr;\n"
+                     "}\n\n"
                      "}  // namespace fmha::support\n")
 
 

@@ -38,7 +38,7 @@ struct SeqInfo {
             lk = static_cast<int32_t>(clampI64(static_cast<int64_t>(p.cuKV[b + 1]) - p.cuKV[b], 0, p.maxKvLen));
         }
         // A sequence longer than the caller's maxSeqLenQ computes its first maxSeqLenQ rows in
-        // every family (the rest are not written), whatever the family's tile height.
+        // every family (fill_rows.cuh zeroes the rest), whatever the family's tile height.
         rows = min(lq, p.maxSeqLenQ);
     }
 

@@ -20,14 +20,14 @@ cudaError_t KernelSm80<kElem, kHeadDim, kKv, kCompact>::launch(FmhaParams const&
     dim3 const grid((p.maxSeqLenQ + Tile::kBlockM - 1) / Tile::kBlockM, p.numQHeads, p.batch * Tile::kVSplits);
     // cudaLaunchKernel returns this launch's error alone (the <<<>>> form needs a
     // cudaGetLastError, which would also take, and blame us for, an earlier pending error).
-    auto go = [&](void const* kernel, FmhaParams const& params) {
-        void* args[] = {const_cast<FmhaParams*>(&params)};
+    auto go = [&](void const* kernel) {
+        void* args[] = {const_cast<FmhaParams*>(&p)};
         return cudaLaunchKernel(kernel, grid, dim3(Tile::kNThreads), args, Tile::kSmemBytes, stream);
     };
     if constexpr (kHasWalk<kHeadDim, kKv, kCompact>)
         if (p.walkUnits > 1)
-            return go(reinterpret_cast<void const*>(&fwdKernelSm80<kElem, kHeadDim, kKv, true, kCompact>), p);
-    return go(reinterpret_cast<void const*>(&fwdKernelSm80<kElem, kHeadDim, kKv, false, kCompact>), p);
+            return go(reinterpret_cast<void const*>(&fwdKernelSm80<kElem, kHeadDim, kKv, true, kCompact>));
+    return go(reinterpret_cast<void const*>(&fwdKernelSm80<kElem, kHeadDim, kKv, false, kCompact>));
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kCompact>
