@@ -102,6 +102,13 @@ fmha_runner* fmha_runner_create(int32_t num_q_heads, int32_t num_kv_heads, int32
 
 void fmha_runner_destroy(fmha_runner* runner) { delete runner; }
 
+bool fmha_runner_set_split_kv(fmha_runner* r, int32_t parts) {
+    if (r == nullptr) return nullRunner();
+    return r->runner.setSplitKv(parts);
+}
+
+size_t fmha_runner_workspace_bytes(const fmha_runner* r) { return r == nullptr ? 0 : r->runner.workspaceBytes(); }
+
 int32_t fmha_version(void) { return FMHA_VERSION_NUMBER; }
 
 const char* fmha_last_error(void) { return fmha::lastError(); }

@@ -1,11 +1,14 @@
 // Host-only launch heuristics (see heuristics.h).
 #include "heuristics.h"
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+
+#include "fmha/fmha.h"
 
 namespace fmha::detail {
 
@@ -68,6 +71,43 @@ int32_t walkUnits(FmhaParams const& p) {
 void planLaunch(KernelOps const& ops, FmhaParams* p) {
     p->packLog2 = ops.packsGqa ? choosePackLog2(*p, ops.blockM) : 0;
     p->walkUnits = ops.walks ? walkUnits(*p) : 1;
+}
+
+int residentCtas(KernelOps const& ops, int smemPerBlock) {
+    // An SM's shared memory is its blocks' limit plus 1 KB reserved a block; registers (up to
+    // 255 a thread of 128-thread CTAs, or the Hopper family's whole register file) hold two
+    // portable CTAs at most.
+    int const bySmem = (smemPerBlock + 1024) / (ops.smemBytes + 1024);
+    return std::clamp(bySmem, 1, 2);
+}
+
+int64_t unsplitCtas(FmhaParams const& p, KernelOps const& ops) {
+    int64_t const rows = static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2;
+    int64_t const halves = !ops.packsGqa && p.headDim > 256 ? 2 : 1;  // the portable D=512 V halves
+    return (rows + ops.blockM - 1) / ops.blockM * (p.numQHeads >> p.packLog2) * p.batch * halves;
+}
+
+int32_t splitParts(FmhaParams const& p, KernelOps const& ops, int smCount, int smemPerBlock) {
+    if (p.kvAddressing != KvAddressing::kPaged || p.skipFactor > 0.0F || smCount <= 0) return 1;
+    int64_t const ctas = unsplitCtas(p, ops);
+    int64_t const slots = static_cast<int64_t>(smCount) * residentCtas(ops, smemPerBlock);
+    int64_t const tiles = (static_cast<int64_t>(p.maxKvLen) + ops.blockN - 1) / ops.blockN;
+    int64_t const most = std::min<int64_t>({FmhaRunner::kMaxSplits, tiles / kMinTilesPerPart, 2 * slots / std::max<int64_t>(ctas, 1)});
+    if (ctas <= 0 || most <= 1) return 1;
+    // Fill of s parts: the waves' share of the slots they occupy (1: every wave full).
+    auto fill = [&](int64_t s) {
+        int64_t const n = ctas * s, waves = (n + slots - 1) / slots;
+        return static_cast<double>(n) / static_cast<double>(waves * slots);
+    };
+    double best = 0.0;
+    for (int64_t s = 1; s <= most; ++s) best = std::max(best, fill(s));
+    for (int64_t s = 1; s <= most; ++s)
+        if (fill(s) >= 0.85 * best) return static_cast<int32_t>(s);
+    return 1;
+}
+
+int64_t splitRowsBound(KernelOps const& ops, int smCount, int smemPerBlock) {
+    return 2 * static_cast<int64_t>(smCount) * residentCtas(ops, smemPerBlock) * ops.blockM;
 }
 
 }  // namespace fmha::detail

@@ -24,4 +24,23 @@ int32_t walkUnits(FmhaParams const& p);
 // Fills p.packLog2 and p.walkUnits for the kernel ops will launch.
 void planLaunch(KernelOps const& ops, FmhaParams* p);
 
+// CTAs of ops's kernel one SM holds at once, on a device whose blocks get smemPerBlock bytes.
+int residentCtas(KernelOps const& ops, int smemPerBlock);
+
+// The automatic split-KV part count for p (after planLaunch) on a device of smCount SMs:
+// 1 unless p is a paged launch without skip-softmax whose grid leaves SMs idle; otherwise
+// the fewest parts whose last wave is within 85% of the best fill, with at most twice the
+// device's resident CTAs in all (so the workspace bound of splitRowsBound holds) and parts
+// of at least kMinTilesPerPart key tiles of the cache capacity.
+int32_t splitParts(FmhaParams const& p, KernelOps const& ops, int smCount, int smemPerBlock);
+constexpr int kMinTilesPerPart = 4;
+
+// CTAs of p's unsplit launch on ops's kernel.
+int64_t unsplitCtas(FmhaParams const& p, KernelOps const& ops);
+
+// Workspace rows (one per part, query row and head) that any automatic choice of
+// splitParts can need on ops's kernel: parts * ctas <= 2 * resident CTAs, and a CTA holds
+// at most blockM rows.
+int64_t splitRowsBound(KernelOps const& ops, int smCount, int smemPerBlock);
+
 }  // namespace fmha::detail

@@ -78,6 +78,15 @@ struct FmhaParams {
     // in sections of walkUnits units (one head of one sequence), each section's highest query
     // tiles first; 1: each unit's tiles in turn. Set by the runner (heuristics.h).
     int32_t walkUnits = 1;
+
+    // Split-KV (numSplits > 1): the key tiles a row tile visits are cut into numSplits
+    // contiguous parts of near-equal length (split_kv.cuh), part s run by the CTAs of grid.x
+    // [s * rowTiles, (s + 1) * rowTiles). Each writes its rows' normalised output (float32)
+    // and LSE into the workspace at accumRow() (an empty part: zeros and -inf), and the
+    // combine kernel merges the parts into o and lse. numSplits 1: o and lse directly.
+    int32_t numSplits = 1;
+    float* oAccum = nullptr;    // [numSplits, batch, maxSeqLenQ, numQHeads, headDim]
+    float* lseAccum = nullptr;  // [numSplits, batch, maxSeqLenQ, numQHeads]
 };
 
 }  // namespace fmha

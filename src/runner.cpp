@@ -1,5 +1,6 @@
 // The runner: validates every argument on the host, fills the one FmhaParams, picks the
 // kernel instance and launches it. Nothing is launched (and nothing written) on an error.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <mutex>
@@ -15,14 +16,47 @@
 #include "error.h"
 #include "heuristics.h"
 #include "fmha/fmha.h"
+#include "kernels/common/combine.h"
 #include "params.h"
 #include "runner_params.h"
 #include "support_table.h"
 
 namespace fmha {
+
+namespace detail {
+
+// Device memory for split-KV parts: oAccum (rows x headDim floats) then lseAccum (rows).
+struct SplitWorkspace {
+    int32_t setting = 0;  // FmhaRunner::setSplitKv
+    float* buffer = nullptr;
+    int64_t floats = 0;
+    int device = -1;
+
+    SplitWorkspace() = default;
+    SplitWorkspace(SplitWorkspace const&) = delete;
+    SplitWorkspace& operator=(SplitWorkspace const&) = delete;
+    ~SplitWorkspace() { release(); }
+    void release() {
+        if (buffer != nullptr) {
+            int current = -1;
+            cudaGetDevice(&current);
+            if (current != device) cudaSetDevice(device);
+            cudaFree(buffer);
+            if (current != device && current >= 0) cudaSetDevice(current);
+            cudaGetLastError();  // a context already torn down (process exit) is not our caller's error
+        }
+        buffer = nullptr;
+        floats = 0;
+        device = -1;
+    }
+};
+
+}  // namespace detail
+
 namespace {
 
 using detail::fail;
+static_assert(FmhaRunner::kMaxSplits <= 64, "the combine kernel merges at most 64 parts");
 
 constexpr float kLog2e = 1.4426950408889634F;
 constexpr int32_t kMaxGridYZ = 65535;
@@ -146,6 +180,19 @@ bool checkAligned(char const* mode, uintptr_t bytes, std::vector<Named> const& p
     return true;
 }
 
+// Whether the stream is being captured; false with the error where it cannot be asked.
+bool streamCapturing(char const* mode, cudaStream_t stream, bool* capturing) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    cudaError_t const err = cudaStreamIsCapturing(stream, &status);
+    if (err != cudaSuccess) {
+        cudaGetLastError();  // this call's own error
+        return fail(cat(mode, ": ", detail::isStickyError(err) ? detail::stickyMessage(err)
+                                                              : "invalid stream: " + detail::errorText(err)));
+    }
+    *capturing = status != cudaStreamCaptureStatusNone;
+    return true;
+}
+
 // The kernel for this variant on the current device, its shared memory prepared once.
 bool selectKernel(Common const& c, detail::KernelOps* ops, cudaStream_t stream, bool preflight) {
     char const* mode = modeName(c.mode);
@@ -166,15 +213,9 @@ bool selectKernel(Common const& c, detail::KernelOps* ops, cudaStream_t stream, 
         return fail(cat(mode, ": no kernel built for ", dataTypeName(c.inputType), " head dim ", c.headDim));
     }
     if (preflight) {
-        cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-        cudaError_t const err = cudaStreamIsCapturing(stream, &status);
-        if (err != cudaSuccess) {
-            cudaGetLastError();  // this call's own error
-            return fail(cat(mode, ": ", detail::isStickyError(err) ? detail::stickyMessage(err)
-                                                                  : "invalid stream: " + detail::errorText(err)));
-        }
-        if (status != cudaStreamCaptureStatusNone)
-            return fail(cat(mode, ": preflight must not be called while the stream is being captured"));
+        bool capturing = false;
+        if (!streamCapturing(mode, stream, &capturing)) return false;
+        if (capturing) return fail(cat(mode, ": preflight must not be called while the stream is being captured"));
     }
     static std::mutex mutex;
     static std::set<std::pair<void*, int>> prepared;
@@ -203,11 +244,73 @@ bool selectKernel(Common const& c, detail::KernelOps* ops, cudaStream_t stream, 
     return true;
 }
 
-bool launch(detail::KernelOps const& ops, FmhaParams p, cudaStream_t stream, char const* mode, LaunchRecord* record) {
-    detail::planLaunch(ops, &p);  // pack GQA, the portable walk: host-side, before the launch
+// Makes ws hold at least `floats` floats on device `device`: allocates (outside stream capture
+// only), never shrinks. False where it cannot (capturing, or out of memory: cleared).
+bool growWorkspace(detail::SplitWorkspace& ws, int64_t floats, int device, bool capturing) {
+    if (ws.buffer != nullptr && ws.device == device && ws.floats >= floats) return true;
+    if (capturing) return false;
+    int64_t const keep = ws.device == device ? ws.floats : 0;
+    ws.release();
+    void* buffer = nullptr;
+    int64_t const want = std::max(floats, keep);
+    if (cudaMalloc(&buffer, static_cast<size_t>(want) * sizeof(float)) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    ws.buffer = static_cast<float*>(buffer);
+    ws.floats = want;
+    ws.device = device;
+    return true;
+}
+
+// Workspace floats of `parts` parts of p: rows of headDim floats and one LSE each. -1 when
+// the product leaves int64's safe range.
+int64_t splitFloats(FmhaParams const& p, int64_t parts) {
+    int64_t const rows = static_cast<int64_t>(p.batch) * p.maxSeqLenQ * p.numQHeads;
+    if (rows <= 0 || rows > (int64_t{1} << 40) / (p.headDim + 1) / parts) return -1;
+    return parts * rows * (p.headDim + 1);
+}
+
+// Split-KV for this launch (heuristics.h), on the runner's workspace: p.numSplits and the
+// workspace pointers. A forced count the workspace cannot hold fails; an automatic one shrinks
+// to what it holds.
+bool planSplits(char const* mode, detail::KernelOps const& ops, detail::SplitWorkspace& ws, cudaStream_t stream,
+                FmhaParams* p) {
+    p->numSplits = 1;
+    if (p->kvAddressing != KvAddressing::kPaged || p->skipFactor > 0.0F || ws.setting == 1) return true;
+    detail::DeviceInfo dev;
+    if (!detail::currentDevice(&dev)) return false;
+    int64_t parts = ws.setting > 1 ? ws.setting
+                                   : detail::splitParts(*p, ops, dev.smCount, detail::smemBudget(dev.maxSmemOptin));
+    if (parts <= 1) return true;
+    int64_t const floats = splitFloats(*p, parts);
+    bool capturing = false;
+    if (floats < 0 || !(ws.buffer != nullptr && ws.device == dev.ordinal && ws.floats >= floats)) {
+        if (!streamCapturing(mode, stream, &capturing)) return false;
+    }
+    if (floats < 0 || !growWorkspace(ws, floats, dev.ordinal, capturing)) {
+        int64_t const held = ws.device == dev.ordinal ? ws.floats : 0;
+        if (ws.setting > 1)
+            return fail(cat(mode, ": split-KV in ", parts, " parts needs ", floats < 0 ? -1 : floats * 4,
+                            " bytes of workspace and the runner holds ", held * 4,
+                            capturing ? " (the stream is being captured: call preflight* before capture)"
+                                      : " (allocation failed)"));
+        int64_t const one = splitFloats(*p, 1);
+        parts = one > 0 ? std::min(parts, held / one) : 1;
+        if (parts <= 1) return true;
+    }
+    p->numSplits = static_cast<int32_t>(parts);
+    p->oAccum = ws.buffer;
+    p->lseAccum = ws.buffer + splitFloats(*p, parts) / (p->headDim + 1) * p->headDim;
+    return true;
+}
+
+bool launch(detail::KernelOps const& ops, FmhaParams const& p, cudaStream_t stream, char const* mode,
+            LaunchRecord* record) {
     // The launch returns its own error only: an earlier, unrelated pending error stays pending
     // for its owner and is not blamed on this call.
-    cudaError_t const err = ops.launch(p, stream);
+    cudaError_t err = ops.launch(p, stream);
+    if (err == cudaSuccess && p.numSplits > 1) err = launchCombine(p, stream);
     if (err != cudaSuccess) {
         cudaGetLastError();  // clears this launch's error (it replaced any earlier one)
         return fail(cat(mode, ": ", detail::isStickyError(err) ? detail::stickyMessage(err)
@@ -219,6 +322,7 @@ bool launch(detail::KernelOps const& ops, FmhaParams p, cudaStream_t stream, cha
         record->packedHeads = 1 << p.packLog2;
         record->blockM = ops.blockM;
         record->blockN = ops.blockN;
+        record->splits = p.numSplits;
     }
     return true;
 }
@@ -262,7 +366,10 @@ FmhaRunner::FmhaRunner(int32_t numQHeads, int32_t numKVHeads, int32_t headDim, i
       mHeadDim(headDim),
       mBatchSize(batchSize),
       mSeqLenQ(seqLenQ),
-      mKvCacheCapacity(kvCacheCapacity) {}
+      mKvCacheCapacity(kvCacheCapacity),
+      mSplit(std::make_unique<detail::SplitWorkspace>()) {}
+
+FmhaRunner::~FmhaRunner() = default;
 
 namespace {
 
@@ -455,49 +562,88 @@ FmhaParams paramsOf(FmhaRunner const& r, typename M::Args const& a, Common const
     return p;
 }
 
-// The one run path: the variant's rules, the mode's own, the kernel, the params, the launch.
+// The one run path: the variant's rules, the mode's own, the kernel, the params, the launch
+// plan (pack GQA, the portable walk, split-KV), the launch.
 template <class M, class... Extra>
-bool runMode(FmhaRunner const& r, typename M::Args const& a, LaunchRecord* record, bool bidirectional,
-             Extra... extra) {
+bool runMode(FmhaRunner const& r, detail::SplitWorkspace& ws, typename M::Args const& a, LaunchRecord* record,
+             bool bidirectional, Extra... extra) {
     detail::clearError();
     Common const c = M::common(r, a, bidirectional);
     if (!checkVariant(c, true) || !checkVariantOf<M>(r) || !M::check(r, a, extra...)) return false;
     detail::KernelOps ops;
     if (!selectKernel(c, &ops, a.stream, false)) return false;
-    return launch(ops, paramsOf<M>(r, a, c), a.stream, modeName(c.mode), record);
+    FmhaParams p = paramsOf<M>(r, a, c);
+    detail::planLaunch(ops, &p);
+    if (!planSplits(modeName(c.mode), ops, ws, a.stream, &p)) return false;
+    return launch(ops, p, a.stream, modeName(c.mode), record);
+}
+
+// The split-KV workspace a paged mode's runs can need (FmhaRunner::setSplitKv): for the
+// constructor's batch and seqLenQ where both are set, within the bound of the automatic
+// choice (heuristics.h), and a forced count's whole need.
+bool preflightSplits(FmhaRunner const& r, Common const& c, detail::KernelOps const& ops, detail::SplitWorkspace& ws) {
+    if (!pagedMode(c.mode) || c.skip > 0.0F || ws.setting == 1) return true;
+    detail::DeviceInfo dev;
+    if (!detail::currentDevice(&dev)) return false;
+    int const smem = detail::smemBudget(dev.maxSmemOptin);
+    int64_t rows = detail::splitRowsBound(ops, dev.smCount, smem);
+    int64_t const perPart = static_cast<int64_t>(r.batchSize()) * r.seqLenQ() * r.numQHeads();
+    if (perPart > 0) {
+        rows = std::min(rows, perPart * FmhaRunner::kMaxSplits);
+        if (ws.setting > 1) rows = std::max(rows, perPart * ws.setting);
+    }
+    if (growWorkspace(ws, rows * (r.headDim() + 1), dev.ordinal, false)) return true;
+    return fail(cat(modeName(c.mode), ": could not allocate the split-KV workspace (", rows * (r.headDim() + 1) * 4,
+                    " bytes)"));
 }
 
 template <class M>
-bool preflightMode(FmhaRunner const& r, typename M::Args const& a, bool bidirectional) {
+bool preflightMode(FmhaRunner const& r, detail::SplitWorkspace& ws, typename M::Args const& a, bool bidirectional) {
     detail::clearError();
     Common const c = M::common(r, a, bidirectional);
     detail::KernelOps ops;
-    return checkVariant(c, false) && checkVariantOf<M>(r) && selectKernel(c, &ops, a.stream, true);
+    return checkVariant(c, false) && checkVariantOf<M>(r) && selectKernel(c, &ops, a.stream, true) &&
+           preflightSplits(r, c, ops, ws);
 }
 
 }  // namespace
 
-bool FmhaRunner::run(LlmArgs const& a, LaunchRecord* record) { return runMode<LlmMode>(*this, a, record, false); }
-bool FmhaRunner::preflight(LlmArgs const& a) { return preflightMode<LlmMode>(*this, a, false); }
+bool FmhaRunner::run(LlmArgs const& a, LaunchRecord* record) {
+    return runMode<LlmMode>(*this, *mSplit, a, record, false);
+}
+bool FmhaRunner::preflight(LlmArgs const& a) { return preflightMode<LlmMode>(*this, *mSplit, a, false); }
 
 bool FmhaRunner::runPaged(PagedArgs const& a, DataType kvDataType, LaunchRecord* record) {
     if ((a.bidirectionalBlockBegin == nullptr) != (a.bidirectionalBlockEnd == nullptr)) {
         detail::clearError();
         return fail("paged: bidirectionalBlockBegin and bidirectionalBlockEnd must both be set or both be null");
     }
-    return runMode<PagedMode>(*this, a, record, a.bidirectionalBlockBegin != nullptr, kvDataType);
+    return runMode<PagedMode>(*this, *mSplit, a, record, a.bidirectionalBlockBegin != nullptr, kvDataType);
 }
 bool FmhaRunner::preflight(PagedArgs const& a, bool useBidirectional) {
-    return preflightMode<PagedMode>(*this, a, useBidirectional);
+    return preflightMode<PagedMode>(*this, *mSplit, a, useBidirectional);
 }
 
 bool FmhaRunner::run(PagedRaggedArgs const& a, LaunchRecord* record) {
-    return runMode<RaggedMode>(*this, a, record, false);
+    return runMode<RaggedMode>(*this, *mSplit, a, record, false);
 }
-bool FmhaRunner::preflight(PagedRaggedArgs const& a) { return preflightMode<RaggedMode>(*this, a, false); }
+bool FmhaRunner::preflight(PagedRaggedArgs const& a) { return preflightMode<RaggedMode>(*this, *mSplit, a, false); }
 
-bool FmhaRunner::run(VitArgs const& a, LaunchRecord* record) { return runMode<VitMode>(*this, a, record, false); }
-bool FmhaRunner::preflight(VitArgs const& a) { return preflightMode<VitMode>(*this, a, false); }
+bool FmhaRunner::run(VitArgs const& a, LaunchRecord* record) {
+    return runMode<VitMode>(*this, *mSplit, a, record, false);
+}
+bool FmhaRunner::preflight(VitArgs const& a) { return preflightMode<VitMode>(*this, *mSplit, a, false); }
+
+bool FmhaRunner::setSplitKv(int32_t parts) {
+    detail::clearError();
+    if (parts < 0 || parts > kMaxSplits)
+        return fail(cat("setSplitKv: parts (", parts, ") must be 0 (automatic), 1 (never split) or up to ",
+                        kMaxSplits));
+    mSplit->setting = parts;
+    return true;
+}
+int32_t FmhaRunner::splitKv() const { return mSplit->setting; }
+size_t FmhaRunner::workspaceBytes() const { return static_cast<size_t>(mSplit->floats) * sizeof(float); }
 
 namespace detail {
 

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <climits>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include <cuda_runtime_api.h>
 
@@ -41,6 +43,7 @@ struct LaunchRecord {
     int32_t packedHeads = 1;   // query heads packed into one tile of rows (pack GQA; 1: none)
     int32_t blockM = 0;        // the tile: query rows (of packed rows under pack GQA)
     int32_t blockN = 0;        // and keys
+    int32_t splits = 1;        // split-KV parts (1: unsplit; FmhaRunner::setSplitKv)
 };
 
 // Optional sink for every error message (any thread). Pass nullptr to remove it.
@@ -130,11 +133,15 @@ struct VitArgs {
     float* lse = nullptr;  // optional float32 [H, totalSeqLen]
 };
 
+namespace detail {
+struct SplitWorkspace;
+}
+
 class FMHA_API FmhaRunner {
 public:
     FmhaRunner(int32_t numQHeads, int32_t numKVHeads, int32_t headDim, int32_t batchSize = 0,
                int32_t seqLenQ = 0, int32_t kvCacheCapacity = 0);
-    ~FmhaRunner() = default;
+    ~FmhaRunner();
     FmhaRunner(FmhaRunner const&) = delete;
     FmhaRunner& operator=(FmhaRunner const&) = delete;
 
@@ -307,6 +314,26 @@ public:
     static constexpr int32_t kMinPageSize = 16;
     static constexpr int32_t kMaxPageSize = 256;
 
+    // ---- Split-KV (the paged and ragged modes). ----
+    // Few row tiles over long contexts (decode, small chunks) leave most SMs idle; split-KV
+    // cuts each tile's keys into parts that run as CTAs of their own and merges their results
+    // with the LSE formula. parts: 0 (the default) lets the runner choose from the grid, the
+    // SM count and kvCacheCapacity (no split where the grid fills the GPU); 1 never splits;
+    // 2..kMaxSplits forces that many parts. False (nothing changed) for other values.
+    // Skip-softmax calls never split (its per-row rule needs the whole row's running max).
+    //
+    // The parts' results go to a workspace this runner owns: preflightPaged and
+    // preflightPagedRagged allocate it for the constructor's batchSize and seqLenQ (and,
+    // where those are 0, for the largest launch the automatic choice can make). A run that
+    // needs more grows it, outside stream capture; while its stream is being captured it
+    // runs with the parts the workspace holds (automatic), or fails with the sizes (forced).
+    // Runs of one runner on different streams share the workspace: order them, or use one
+    // runner per stream.
+    static constexpr int32_t kMaxSplits = 64;
+    bool setSplitKv(int32_t parts);
+    int32_t splitKv() const;
+    size_t workspaceBytes() const;  // device memory held for split-KV
+
     int32_t numQHeads() const { return mNumQHeads; }
     int32_t numKVHeads() const { return mNumKVHeads; }
     int32_t headDim() const { return mHeadDim; }
@@ -323,6 +350,7 @@ private:
     int32_t mBatchSize;
     int32_t mSeqLenQ;
     int32_t mKvCacheCapacity;
+    std::unique_ptr<detail::SplitWorkspace> mSplit;
 };
 
 }  // namespace fmha

@@ -24,6 +24,13 @@ FMHA_API fmha_runner* fmha_runner_create(int32_t num_q_heads, int32_t num_kv_hea
                                          int32_t batch_size, int32_t seq_len_q, int32_t kv_cache_capacity);
 FMHA_API void fmha_runner_destroy(fmha_runner* runner);
 
+/* Split-KV in the paged modes (fmha::FmhaRunner::setSplitKv): 0 lets the runner choose (the
+ * default), 1 never splits, 2..64 forces that many parts. */
+FMHA_API bool fmha_runner_set_split_kv(fmha_runner* runner, int32_t parts);
+/* Device memory the runner holds for split-KV partial results (allocated by the paged modes'
+ * preflight, or by a run outside stream capture). */
+FMHA_API size_t fmha_runner_workspace_bytes(const fmha_runner* runner);
+
 /* The library's version, MAJOR * 10000 + MINOR * 100 + PATCH (FMHA_VERSION_NUMBER of the
  * headers it was built with). */
 FMHA_API int32_t fmha_version(void);

@@ -90,6 +90,16 @@ struct MaskPolicy {
     }
 
     __device__ bool empty() const { return nBlockMax <= nBlockMin; }
+
+    // Split-KV: keeps part `split` of `splits` of the visited tiles, in tile order, the first
+    // (tiles mod splits) parts one tile longer than the rest (empty parts where a sequence has
+    // fewer tiles than parts). The masked/unmasked classification is by tile index and holds.
+    __device__ void keepSplit(int32_t split, int32_t splits) {
+        int32_t const tiles = nBlockMax - nBlockMin, per = tiles / splits, extra = tiles - per * splits;
+        nBlockMin += split * per + min(split, extra);
+        nBlockMax = nBlockMin + per + (split < extra ? 1 : 0);
+    }
+
     __device__ bool tileNeedsMask(int32_t n) const { return n >= nUnmaskedHiEnd || n < nUnmaskedLoBegin; }
 
     // The same split in visit order (i = 0, 1, ... is tile nBlockMax - 1 - i): tiles i in

@@ -13,6 +13,7 @@
 #include "kernels/common/seqlen.cuh"
 #include "kernels/common/softmax.cuh"
 #include "kernels/common/epilogue.cuh"
+#include "kernels/common/split_kv.cuh"
 #include "kernels/common/tile_load.cuh"
 #include "kernels/sm80/mainloop_sm80.cuh"
 #include "kernels/sm80/tile_sm80.h"
@@ -48,9 +49,13 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim, kCompact>::kNThreads) fwdKe
 
     int const tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     // Highest query tiles first: under a causal mask they see the most keys. CTAs start in
-    // grid order (x fastest). The walking kernel reads its linear index in sections of
-    // p.walkUnits units (a unit: one head of one sequence), each section's top tiles first.
-    int mBlock = gridDim.x - 1 - blockIdx.x;
+    // grid order (x fastest); grid.x holds the row tiles of each split-KV part in turn. The
+    // walking kernel (never split) reads its linear index in sections of p.walkUnits units
+    // (a unit: one head of one sequence), each section's top tiles first.
+    constexpr bool kSplits = kSplitsKv<kKv>;
+    int const split = kSplits ? splitOfCta(p.numSplits) : 0;
+    int const rowTiles = kSplits ? gridDim.x / p.numSplits : gridDim.x;
+    int mBlock = rowTiles - 1 - (blockIdx.x - split * rowTiles);
     int hq = blockIdx.y;
     int bz = blockIdx.z;
     if constexpr (kWalk) {
@@ -69,25 +74,33 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim, kCompact>::kNThreads) fwdKe
     int const D = p.headDim;
 
     SeqInfo const seq(p, b);
-    if (mBlock == 0 && vSplit == 0) zeroUncomputedRows(p, seq, b, hq, 1);
+    if (mBlock == 0 && vSplit == 0 && split == 0) zeroUncomputedRows(p, seq, b, hq, 1);
     int const m0 = mBlock * kBlockM;
     if (m0 >= seq.rows) return;
     int const m1 = min(m0 + kBlockM, seq.rows);
 
     int64_t bidirLo, bidirHi;
     bidirUnion(p, b, m0, m1, sBidir, &bidirLo, &bidirHi);
-    MaskPolicy<kBlockN> const mask(p, seq, b, m0, m1, bidirLo, bidirHi);
+    MaskPolicy<kBlockN> mask(p, seq, b, m0, m1, bidirLo, bidirHi);
+    if (kSplits && p.numSplits > 1) mask.keepSplit(split, p.numSplits);
 
     int64_t const rowStride = static_cast<int64_t>(p.numQHeads) * D;  // elements between Q/O rows
     int const warpRow0 = m0 + warp * Tile::kWarpRows;
     int const warpRows = max(0, min(Tile::kWarpRows, m1 - warpRow0));
-    Out* gO = static_cast<Out*>(p.o) + (seq.qBegin + warpRow0) * rowStride + static_cast<int64_t>(hq) * D +
-              vSplit * kDv;
+    // A split-KV part writes its rows as float32 into the workspace, at the same row stride
+    // (split_kv.cuh); the pointers take the places of O's and the LSE's, so that the mainloop
+    // holds no more registers.
+    bool const partial = kSplits && p.numSplits > 1;
+    int64_t const accRow0 = partial ? accumRow(p, split, b, warpRow0, hq) : 0;
+    void* gO = partial ? static_cast<void*>(p.oAccum + accRow0 * D + vSplit * kDv)
+                       : static_cast<void*>(static_cast<Out*>(p.o) + (seq.qBegin + warpRow0) * rowStride +
+                                            static_cast<int64_t>(hq) * D + vSplit * kDv);
     int const outCols = min(kDv, D - vSplit * kDv);
     Out* sStage = reinterpret_cast<Out*>(sQ + warp * Tile::kWarpRows * Tile::kStrideQK);
-    float* gLse = p.lse == nullptr ? nullptr
-                                   : p.lse + static_cast<int64_t>(b) * p.lseBatchStride +
-                                         static_cast<int64_t>(hq) * p.lseHeadStride + (p.lsePacked ? seq.qBegin : 0);
+    float* gLse = partial ? p.lseAccum + accRow0
+                  : p.lse == nullptr ? nullptr
+                                     : p.lse + static_cast<int64_t>(b) * p.lseBatchStride +
+                                           static_cast<int64_t>(hq) * p.lseHeadStride + (p.lsePacked ? seq.qBegin : 0);
 
     float o[kMT][kDv / 8][4];
 #pragma unroll
@@ -396,7 +409,19 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim, kCompact>::kNThreads) fwdKe
     softmax.finalize(p.scale, invSum, lse);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) scaleOut[r] = invSum[r] * p.outScale;
-    storeOutput<ET, kMT, kDv, Tile::kStrideQK>(o, scaleOut, sStage, lane, gO,
+    if (partial) {  // this part's rows, unrounded, for the combine kernel
+        storePartial<kMT, kDv>(o, scaleOut, lane, static_cast<float*>(gO), [rowStride](int r) { return r * rowStride; },
+                               warpRows, outCols);
+        if (vSplit == 0 && t == 0) {
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) {
+                int const row = (r / 2) * 16 + g + 8 * (r % 2);
+                if (row < warpRows) gLse[row * p.numQHeads] = lse[r];
+            }
+        }
+        return;
+    }
+    storeOutput<ET, kMT, kDv, Tile::kStrideQK>(o, scaleOut, sStage, lane, static_cast<Out*>(gO),
                                                [rowStride](int r) { return r * rowStride; }, warpRows, outCols);
     if (gLse != nullptr && vSplit == 0 && t == 0) {
 #pragma unroll

@@ -17,7 +17,9 @@ constexpr bool kHasWalk = kHeadDim == 128 && kKv == KvAddressing::kStrided && !k
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kCompact>
 cudaError_t KernelSm80<kElem, kHeadDim, kKv, kCompact>::launch(FmhaParams const& p, cudaStream_t stream) {
     using Tile = TileSm80<kHeadDim, kCompact>;
-    dim3 const grid((p.maxSeqLenQ + Tile::kBlockM - 1) / Tile::kBlockM, p.numQHeads, p.batch * Tile::kVSplits);
+    // (Row tiles x split-KV parts) x query heads x (sequences x V halves).
+    dim3 const grid((p.maxSeqLenQ + Tile::kBlockM - 1) / Tile::kBlockM * p.numSplits, p.numQHeads,
+                    p.batch * Tile::kVSplits);
     // cudaLaunchKernel returns this launch's error alone (the <<<>>> form needs a
     // cudaGetLastError, which would also take, and blame us for, an earlier pending error).
     auto go = [&](void const* kernel) {

@@ -17,6 +17,7 @@
 #include "kernels/common/seqlen.cuh"
 #include "kernels/common/softmax.cuh"
 #include "kernels/common/epilogue.cuh"
+#include "kernels/common/split_kv.cuh"
 #include "kernels/sm90/mainloop_sm90.cuh"
 #include "kernels/sm90/tile_sm90.h"
 #include "params.h"
@@ -42,14 +43,18 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
     __shared__ int sBidir[2];
 
     int const tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    int const mBlock = gridDim.x - 1 - blockIdx.x;  // highest query tiles (most keys) first
+    // Highest query tiles (most keys) first; grid.x holds the row tiles of each split-KV part in turn.
+    constexpr bool kSplits = kSplitsKv<kKv>;
+    int const split = kSplits ? splitOfCta(p.numSplits) : 0;
+    int const rowTiles = kSplits ? gridDim.x / p.numSplits : gridDim.x;
+    int const mBlock = rowTiles - 1 - (blockIdx.x - split * rowTiles);
     int const b = blockIdx.z;
     int const hq = blockIdx.y << p.packLog2;  // the tile's (first) query head
     int const hkv = hq / p.headGroup;
 
     SeqInfo const seq(p, b);
     PackedRows const packed(p);
-    if (mBlock == 0) zeroUncomputedRows(p, seq, b, hq, 1 << p.packLog2);
+    if (mBlock == 0 && split == 0) zeroUncomputedRows(p, seq, b, hq, 1 << p.packLog2);
     int const rows = packed.count(seq.rows), m0 = mBlock * kBlockM;
     if (m0 >= rows) return;
     int const m1 = min(m0 + kBlockM, rows);
@@ -57,7 +62,8 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
 
     int64_t bidirLo, bidirHi;
     bidirUnion(p, b, q0, q1, sBidir, &bidirLo, &bidirHi);
-    MaskPolicy<kBlockN> const mask(p, seq, b, q0, q1, bidirLo, bidirHi);
+    MaskPolicy<kBlockN> mask(p, seq, b, q0, q1, bidirLo, bidirHi);
+    if (kSplits && p.numSplits > 1) mask.keepSplit(split, p.numSplits);
     if (tid == 0) pipe.init(128, Tile::kNConsumerThreads / 32);
     __syncthreads();
 
@@ -91,13 +97,27 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
     softmax.finalize(p.scale, invSum, lse);
 #pragma unroll
     for (int r = 0; r < 2; ++r) scaleOut[r] = invSum[r] * p.outScale;
+    auto const& o3 = *reinterpret_cast<float const(*)[1][kHeadDim / 8][4]>(&o);
+    if (kSplits && p.numSplits > 1) {  // this part's rows, unrounded, for the combine kernel
+        int const part = splitOfCta(p.numSplits);
+        auto accRow = [&](int r) {
+            int const i = warpRow0 + r;
+            return accumRow(p, part, b, packed.query(i), hq + packed.head(i));
+        };
+        storePartial<1, kHeadDim>(o3, scaleOut, lane, p.oAccum, [&](int r) { return accRow(r) * D; }, warpRows, D);
+        if (t == 0) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+                if (g + 8 * r < warpRows) p.lseAccum[accRow(g + 8 * r)] = lse[r];
+        }
+        return;
+    }
     // Stage the output row-major in the K/V space, each warp its own 16 rows, once both
     // consumer warpgroups are done reading it.
     cutlass::arch::NamedBarrier::sync(Tile::kNConsumerThreads, Tile::kBarrierConsumers);
     Out* sStage = reinterpret_cast<Out*>(sK) + cwarp * 16 * Tile::kStrideO;
     Out* gO = static_cast<Out*>(p.o) + seq.qBegin * rowStride + static_cast<int64_t>(hq) * D;
     auto oOffset = [&](int r) { return packed.offset(warpRow0 + r, rowStride, D); };
-    auto const& o3 = *reinterpret_cast<float const(*)[1][kHeadDim / 8][4]>(&o);
     storeOutput<ET, 1, kHeadDim, Tile::kStrideO>(o3, scaleOut, sStage, lane, gO, oOffset, warpRows, D);
     if (p.lse != nullptr && t == 0) {
         float* gLse = p.lse + static_cast<int64_t>(b) * p.lseBatchStride + static_cast<int64_t>(hq) * p.lseHeadStride +

@@ -9,9 +9,9 @@ namespace fmha::sm90 {
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
 cudaError_t KernelSm90<kElem, kHeadDim, kKv>::launch(FmhaParams const& p, cudaStream_t stream) {
     using Tile = TileSm90<kHeadDim>;
-    // Row tiles x (query heads, or KV heads when GQA is packed) x sequences.
+    // (Row tiles x split-KV parts) x (query heads, or KV heads when GQA is packed) x sequences.
     int64_t const rows = static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2;
-    dim3 const grid(static_cast<unsigned>((rows + Tile::kBlockM - 1) / Tile::kBlockM),
+    dim3 const grid(static_cast<unsigned>((rows + Tile::kBlockM - 1) / Tile::kBlockM * p.numSplits),
                     static_cast<unsigned>(p.numQHeads >> p.packLog2), static_cast<unsigned>(p.batch));
     TmaDescs tma;
     makeTmaDescs(p, Tile::kBlockM, Tile::kBlockN, &tma);
