@@ -123,6 +123,23 @@ ProblemSpec randomSpec(Rng& r, FuzzFilter const& f) {
     // One case in five goes through the C API's struct functions (which carry every option);
     // drawn from the seed, so that the problems stay those of earlier versions of the generator.
     s.cApi = splitmix(s.seed ^ 0xC0FFEEULL) % 5 == 0;
+    // Split-KV, drawn from the seed the same way: a paged case forces a part count one time in
+    // three (the automatic choice otherwise), and one in four becomes a decode step (1-8 new
+    // queries a sequence over a long history; parts then outnumber a short sequence's tiles).
+    if (paged) {
+        uint64_t const h = splitmix(s.seed ^ 0x5B1173ULL);
+        if (h % 3 == 0) s.splits = std::vector<int>{2, 3, 4, 7, 16, 64}[(h / 3) % 6];
+        if ((h >> 16) % 4 == 0) {
+            Rng d(h);
+            int const shared = d.range(1, 8);
+            for (size_t b = 0; b < s.lq.size(); ++b) {
+                s.lq[b] = oneLq ? shared : d.range(b == 0 ? 1 : 0, 8);
+                s.lk[b] = s.lq[b] + (d.chance(0.2) ? d.range(0, 40) : d.range(500, 6000));
+            }
+            for (int i = 0; i < 40 && referenceWork(s) > budget; ++i)
+                for (int32_t& lk : s.lk) lk = static_cast<int>(lk * 0.8);
+        }
+    }
     return s;
 }
 

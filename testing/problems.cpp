@@ -79,6 +79,8 @@ std::string HostProblem::describe() const {
     if (spec.window != INT_MAX) os << " window=" << spec.window;
     if (spec.bidirectional) os << " bidir";
     if (spec.skip > 0) os << " skip=" << spec.skip;
+    if (spec.splits != 0) os << " splits=" << spec.splits;
+    if (spec.graph != 0) os << (spec.graph == 1 ? " [graph]" : " [graph, no preflight]");
     if (spec.cApi) os << " [C API]";
     return os.str();
 }
@@ -331,6 +333,15 @@ bool dispatchRun(FmhaRunner& r, Args const& a, LaunchRecord* record) {
     }
 }
 
+template <class Args>
+bool dispatchPreflight(FmhaRunner& r, Args const& a, bool bidirectional) {
+    if constexpr (std::is_same_v<Args, PagedArgs>) {
+        return r.preflight(a, bidirectional);
+    } else {
+        return r.preflight(a);
+    }
+}
+
 // The same call through the C API's struct functions.
 template <class Args>
 bool dispatchRunC(fmha_runner* r, Args const& a) {
@@ -370,6 +381,11 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
                                          p.shape.seqLenQ, p.shape.kvCacheCapacity)
                     : nullptr,
         fmha_runner_destroy);
+    if (!runner.setSplitKv(p.spec.splits) || (cRunner && !fmha_runner_set_split_kv(cRunner.get(), p.spec.splits))) {
+        if (error) *error = lastError();
+        cudaStreamDestroy(stream);
+        return false;
+    }
     bool const bidir = !p.bidirBegin.empty();
     LaunchRecord record;
     auto launch = [&]() {
@@ -381,14 +397,49 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
                             return p.spec.cApi ? dispatchRunC(cRunner.get(), a) : dispatchRun(runner, a, &record);
                         });
     };
+    bool const captured = p.spec.graph != 0 && !p.spec.cApi;
+    if (captured && p.spec.graph == 1) {
+        bool const ready = withArgs(p, q.ptr, k.ptr, p.v.empty() ? nullptr : v.ptr, o.ptr, cuQ.as<int32_t>(),
+                                    cuKV.as<int32_t>(), p.pageTable.empty() ? nullptr : table.as<int32_t>(),
+                                    bidir ? bb.as<int32_t>() : nullptr, bidir ? be.as<int32_t>() : nullptr,
+                                    p.spec.withLse ? lse.as<float>() : nullptr, [&](auto& a) {
+                                        a.stream = stream;
+                                        return dispatchPreflight(runner, a, bidir);
+                                    });
+        if (!ready) {
+            if (error) *error = std::string("preflight: ") + lastError();
+            cudaStreamDestroy(stream);
+            return false;
+        }
+    }
+    if (captured && cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) != cudaSuccess) {
+        cudaStreamDestroy(stream);
+        return cudaFail("begin capture");
+    }
     bool ok = launch();
+    std::string const runError = ok ? "" : lastError();
+    if (captured) {  // the outputs are still poison: the graph's replay must write them
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        cudaError_t e = cudaStreamEndCapture(stream, &graph);
+        if (e == cudaSuccess && ok) e = cudaGraphInstantiate(&exec, graph, 0);
+        if (e == cudaSuccess && ok) e = cudaGraphLaunch(exec, stream);
+        if (e == cudaSuccess && ok) e = cudaStreamSynchronize(stream);
+        if (exec != nullptr) cudaGraphExecDestroy(exec);
+        if (graph != nullptr) cudaGraphDestroy(graph);
+        if (e != cudaSuccess) {
+            cudaStreamDestroy(stream);
+            return cudaFail("graph capture and replay");
+        }
+    }
     if (!ok) {
-        if (error) *error = lastError();
+        if (error) *error = runError;
         cudaStreamDestroy(stream);
         return false;
     }
     out->family = p.spec.cApi ? lastKernelFamily() : record.family;  // the C API returns no record
     out->packedHeads = p.spec.cApi ? 0 : record.packedHeads;
+    out->splits = p.spec.cApi ? 0 : record.splits;
     if (cudaStreamSynchronize(stream) != cudaSuccess) {
         cudaStreamDestroy(stream);
         return cudaFail("kernel execution");

@@ -33,6 +33,10 @@ struct ProblemSpec {
     float attentionScale = 0.0F;  // 0: 1/sqrt(D)
     float valueRange = 1.0F;      // inputs uniform in [-valueRange, valueRange] (before quantisation)
     bool cApi = false;            // run through the C API's *_args functions instead of the C++ runner
+    int32_t splits = 0;           // FmhaRunner::setSplitKv: 0 automatic, 1 never, 2..64 forced parts
+    // 0: a direct run; 1: preflight, then the run captured into a CUDA graph and the graph
+    // replayed; 2: the same without preflight (C++ runner either way).
+    int graph = 0;
     uint64_t seed = 1;
 };
 
@@ -56,6 +60,7 @@ struct GpuResult {
     float medianMs = 0.0F;
     std::string family;  // kernel family that ran
     int packedHeads = 1;  // query heads it packed into one tile (pack GQA); 0 through the C API (no record)
+    int splits = 1;       // split-KV parts it launched; 0 through the C API
 };
 
 // Runs the problem through the runner (poisoned output first). timingIters > 0 also times

@@ -284,6 +284,44 @@ inline std::vector<PackCase> packGqaCases() {
     return cases;
 }
 
+// Split-KV with forced part counts (FmhaRunner::setSplitKv): decode steps and short chunks
+// over long and short histories, sequences with fewer tiles than parts (and none), every mask
+// the paged modes take, each dtype, page sizes, pack GQA and several row tiles.
+inline std::vector<Case> splitKvCases() {
+    std::vector<Case> v;
+    auto add = [&](Case c, int splits, DataType t, int page) {
+        c.spec.splits = splits;
+        c.spec.dtype = t;
+        c.spec.pageSize = page;
+        c.name += "_s" + std::to_string(splits) + "_" + dtypeTag(t);
+        v.push_back(std::move(c));
+    };
+    add(edge("paged_decode_d128_hg4", Mode::kPaged, 128, {1}, {3000, 17, 0, 700}, 8, 2), 8, DataType::kHALF, 16);
+    Case w = edge("paged_window_d64", Mode::kPaged, 64, {4}, {2500, 5}, 4, 4);
+    w.spec.window = 100;
+    add(w, 3, DataType::kBF16, 64);
+    Case nc = edge("paged_noncausal_d256", Mode::kPaged, 256, {8}, {1500, 300}, 4, 2);
+    nc.spec.causal = false;
+    add(nc, 64, DataType::kFP8, 256);
+    Case bd = edge("paged_bidir_d80", Mode::kPaged, 80, {6}, {900, 1200}, 4, 1);
+    bd.spec.bidirectional = true;
+    add(bd, 5, DataType::kHALF, 32);
+    add(edge("paged_two_row_tiles_d128", Mode::kPaged, 128, {200}, {2000}, 4, 4), 4, DataType::kHALF, 128);
+    add(edge("paged_one_key_d128", Mode::kPaged, 128, {1}, {1}, 4, 4), 64, DataType::kHALF, 16);
+    add(edge("paged_d512", Mode::kPaged, 512, {2}, {1000, 50}, 2, 1), 7, DataType::kBF16, 64);
+    Case nl = edge("paged_no_lse_d96", Mode::kPaged, 96, {3}, {1700}, 6, 2);
+    nl.spec.withLse = false;
+    add(nl, 2, DataType::kHALF, 16);
+    add(edge("ragged_decode_mix_d128_hg8", Mode::kPagedRagged, 128, {1, 3, 70, 0}, {2000, 40, 900, 300}, 16, 2), 13,
+        DataType::kHALF, 32);
+    Case rw = edge("ragged_window_d96", Mode::kPagedRagged, 96, {8, 1}, {1800, 2600}, 4, 2);
+    rw.spec.window = 37;
+    add(rw, 2, DataType::kBF16, 16);
+    add(edge("ragged_short_history_d128", Mode::kPagedRagged, 128, {2, 5}, {4000, 1}, 8, 1), 32, DataType::kFP8, 64);
+    add(edge("ragged_d64_hg2", Mode::kPagedRagged, 64, {1, 1, 1}, {6000, 2, 129}, 8, 4), 16, DataType::kBF16, 256);
+    return v;
+}
+
 // One problem per (mode, head dim, 16-bit dtype) that the Hopper family covers, for the
 // family-agreement test.
 inline std::vector<Case> familyCases() {

@@ -98,6 +98,7 @@ harness::ProblemSpec skipSpec(Mode mode, float skip) {
     c.spec.attentionScale = 12.0F;  // peaked scores (std ~45), so that whole tiles fall below lambda
     c.spec.skip = skip;
     c.spec.seed = 11;
+    c.spec.splits = 1;  // skip-softmax calls never split; neither may the dense ones they are compared with
     return c.spec;
 }
 
@@ -229,6 +230,93 @@ TEST(Capture, RunIsCapturablePreflightIsNot) {
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     cudaStreamDestroy(stream);
+}
+
+class SplitKv : public ::testing::TestWithParam<Case> {};
+
+// Forced part counts, in each family: the reference's answer, from as many parts as asked.
+TEST_P(SplitKv, MatchesReferenceInEachFamily) {
+    FMHA_REQUIRE_GPU();
+    for (bool portable : {false, true}) {
+        ScopedFamily const family(portable);
+        harness::GpuResult const gpu = checkAgainstReference(GetParam().spec);
+        EXPECT_EQ(gpu.splits, GetParam().spec.splits) << "family " << gpu.family;
+    }
+}
+INSTANTIATE_TEST_SUITE_P(Forced, SplitKv, ::testing::ValuesIn(splitKvCases()), caseName);
+
+// Forced part counts 1..64 over random lengths (sequences shorter than one part, or empty,
+// included), paged and ragged, every dtype, both families.
+TEST(SplitKvRandom, PartsAndLengths) {
+    FMHA_REQUIRE_GPU();
+    std::mt19937_64 rng(runSeed() ^ 0x5B11ULL);
+    for (int iter = 0; iter < 16; ++iter) {
+        harness::ProblemSpec s;
+        s.mode = iter % 2 ? Mode::kPagedRagged : Mode::kPaged;
+        s.dtype = std::vector<DataType>{DataType::kHALF, DataType::kBF16, DataType::kFP8}[iter % 3];
+        s.headDim = std::vector<int>{64, 80, 128, 256}[rng() % 4];
+        s.numKVHeads = 1 + static_cast<int>(rng() % 2);
+        s.numQHeads = s.numKVHeads * std::vector<int>{1, 2, 4, 8}[rng() % 4];
+        int const batch = 1 + static_cast<int>(rng() % 4), shared = 1 + static_cast<int>(rng() % 8);
+        for (int b = 0; b < batch; ++b) {
+            int const q = s.mode == Mode::kPaged ? shared : (b == 0 ? 1 : 0) + static_cast<int>(rng() % 9);
+            s.lq.push_back(q);
+            s.lk.push_back(q + static_cast<int>(rng() % 3 == 0 ? rng() % 50 : rng() % 3000));
+        }
+        s.pageSize = 16 << (rng() % 5);
+        if (rng() % 3 == 0) s.window = static_cast<int>(rng() % 500);
+        s.splits = 1 + static_cast<int>(rng() % FmhaRunner::kMaxSplits);
+        s.seed = rng();
+        ScopedFamily const family(/*portable=*/iter % 4 >= 2);
+        harness::GpuResult const gpu = checkAgainstReference(s);
+        EXPECT_EQ(gpu.splits, s.splits) << "family " << gpu.family;
+    }
+}
+
+// The automatic choice splits a decode step over a long history (a few row tiles on a GPU of
+// many SMs) in each family, and matches the reference.
+TEST(SplitKvAuto, DecodeOverLongHistorySplits) {
+    FMHA_REQUIRE_GPU();
+    for (bool portable : {false, true}) {
+        ScopedFamily const family(portable);
+        Case d = edge("auto_decode", Mode::kPaged, 128, {1}, {16000}, 32, 8);
+        harness::GpuResult const gpu = checkAgainstReference(d.spec);
+        EXPECT_GT(gpu.splits, 1) << "family " << gpu.family;
+    }
+}
+
+// A split run captured into a CUDA graph replays correctly after preflight (which sizes the
+// workspace; the captured run allocates nothing). Without preflight, the automatic choice runs
+// with the parts the (empty) workspace holds, unsplit, and a forced count fails inside
+// capture, naming the sizes.
+TEST(Capture, SplitRunReplays) {
+    FMHA_REQUIRE_GPU();
+    for (int splits : {0, 8}) {
+        Case c = edge("capture_split", Mode::kPaged, 128, {1}, {6000, 700}, 8, 2);
+        c.spec.pageSize = 16;
+        c.spec.splits = splits;
+        c.spec.graph = 1;
+        harness::GpuResult const gpu = checkAgainstReference(c.spec);
+        if (splits > 0)
+            EXPECT_EQ(gpu.splits, splits);
+        else
+            EXPECT_GT(gpu.splits, 1);
+    }
+    Case r = edge("capture_ragged_split", Mode::kPagedRagged, 64, {1, 4}, {5000, 3000}, 4, 1);
+    r.spec.splits = 16;
+    r.spec.graph = 1;
+    EXPECT_EQ(checkAgainstReference(r.spec).splits, 16);
+
+    Case n = edge("capture_no_preflight", Mode::kPaged, 128, {1}, {6000, 700}, 8, 2);
+    checkAgainstReference(n.spec);  // loads the kernels (process-wide) outside capture; its runner is gone
+    n.spec.graph = 2;
+    EXPECT_EQ(checkAgainstReference(n.spec).splits, 1);
+    n.spec.splits = 8;
+    harness::HostProblem const p = harness::makeProblem(n.spec);
+    harness::GpuResult gpu;
+    std::string err;
+    EXPECT_FALSE(harness::runGpu(p, &gpu, &err));
+    EXPECT_NE(err.find("workspace"), std::string::npos) << err;
 }
 
 // Malformed device-side data (lengths past the capacity, page ids outside the pool) never

@@ -654,6 +654,8 @@ TEST(ErrorValidation, CApiNullRunner) {
     EXPECT_TRUE(nullRunner(fmha_preflight_paged_args(nullptr, &paged, false)));
     EXPECT_TRUE(nullRunner(fmha_preflight_paged_ragged_args(nullptr, &ragged)));
     EXPECT_TRUE(nullRunner(fmha_preflight_vit_args(nullptr, &vit)));
+    EXPECT_TRUE(nullRunner(fmha_runner_set_split_kv(nullptr, 4)));
+    EXPECT_EQ(fmha_runner_workspace_bytes(nullptr), 0U);
     EXPECT_TRUE(b.outputUntouched());
 }
 
@@ -1016,6 +1018,70 @@ TEST(LaunchPlan, WalkAndPackFollowTheKernel) {
     ops.packsGqa = true;
     fmha::detail::planLaunch(ops, &p);
     EXPECT_EQ(p.packLog2, 2);
+}
+
+// The automatic split-KV choice (heuristics.h; no GPU involved): a decode step over a long
+// cache fills the idle SMs in either family; a grid that fills the GPU, a short cache, the
+// contiguous-KV modes and skip-softmax stay unsplit; the workspace bound holds.
+TEST(LaunchPlan, SplitKvFillsIdleSms) {
+    int const sms = 132, smem = 227 * 1024;
+    fmha::FmhaParams p;
+    p.kvAddressing = fmha::KvAddressing::kPaged;
+    p.headDim = 128, p.numQHeads = 32, p.numKVHeads = 8, p.headGroup = 4, p.batch = 1;
+    p.seqLenQ = p.maxSeqLenQ = 1, p.maxKvLen = 128 * 1024, p.packLog2 = 2;
+    fmha::detail::KernelOps hopper;  // 128 x 128 tiles, one CTA an SM, packs GQA
+    hopper.blockM = 128, hopper.blockN = 128, hopper.smemBytes = 164864, hopper.packsGqa = true;
+    EXPECT_EQ(fmha::detail::residentCtas(hopper, smem), 1);
+    EXPECT_EQ(fmha::detail::unsplitCtas(p, hopper), 8);
+    // Up to 33 parts (264 CTAs, two full waves); 15 is the fewest within 85% of that fill.
+    EXPECT_EQ(fmha::detail::splitParts(p, hopper, sms, smem), 15);
+    auto withinBound = [&](fmha::detail::KernelOps const& ops, int parts) {
+        return int64_t{parts} * p.batch * p.maxSeqLenQ * p.numQHeads <= fmha::detail::splitRowsBound(ops, sms, smem);
+    };
+    EXPECT_TRUE(withinBound(hopper, 15));
+    fmha::detail::KernelOps portable;  // 128 x 64 tiles, two CTAs an SM, no pack GQA
+    portable.blockM = 128, portable.blockN = 64, portable.smemBytes = 104544;
+    p.packLog2 = 0;
+    EXPECT_EQ(fmha::detail::residentCtas(portable, smem), 2);
+    EXPECT_EQ(fmha::detail::unsplitCtas(p, portable), 32);
+    EXPECT_EQ(fmha::detail::splitParts(p, portable, sms, smem), 7);  // 224 of 264 slots; at most 16 parts
+    EXPECT_TRUE(withinBound(portable, 7));
+    p.packLog2 = 2;
+    p.batch = 8, p.maxKvLen = 32 * 1024;  // 64 CTAs: two parts fill 128 of 132 SMs
+    EXPECT_EQ(fmha::detail::splitParts(p, hopper, sms, smem), 2);
+    p.batch = 32;  // 256 CTAs fill the GPU
+    EXPECT_EQ(fmha::detail::splitParts(p, hopper, sms, smem), 1);
+    p.batch = 1, p.maxKvLen = 512;  // 4 tiles: a part needs kMinTilesPerPart
+    EXPECT_EQ(fmha::detail::splitParts(p, hopper, sms, smem), 1);
+    p.maxKvLen = 128 * 1024;
+    p.skipFactor = 1.0F;
+    EXPECT_EQ(fmha::detail::splitParts(p, hopper, sms, smem), 1);
+    p.skipFactor = 0.0F;
+    p.kvAddressing = fmha::KvAddressing::kStrided;
+    EXPECT_EQ(fmha::detail::splitParts(p, hopper, sms, smem), 1);
+}
+
+// The split-KV setting: 0 (automatic), 1 (never) and forced counts up to kMaxSplits; other
+// values are refused with a message and change nothing. A new runner holds no workspace.
+TEST(SplitKvSetting, RangeAndWorkspace) {
+    fmha::FmhaRunner r(8, 2, 128, 1, 1, 4096);
+    EXPECT_EQ(r.splitKv(), 0);
+    EXPECT_EQ(r.workspaceBytes(), 0U);
+    for (int v : {0, 1, 2, 17, fmha::FmhaRunner::kMaxSplits}) {
+        EXPECT_TRUE(r.setSplitKv(v)) << fmha::lastError();
+        EXPECT_EQ(r.splitKv(), v);
+    }
+    for (int v : {-1, fmha::FmhaRunner::kMaxSplits + 1, INT_MIN}) {
+        EXPECT_FALSE(r.setSplitKv(v));
+        EXPECT_NE(std::string(fmha::lastError()).find("setSplitKv"), std::string::npos) << fmha::lastError();
+        EXPECT_EQ(r.splitKv(), fmha::FmhaRunner::kMaxSplits);
+    }
+    fmha_runner* c = fmha_runner_create(8, 2, 128, 1, 1, 4096);
+    ASSERT_NE(c, nullptr);
+    EXPECT_TRUE(fmha_runner_set_split_kv(c, 3));
+    EXPECT_FALSE(fmha_runner_set_split_kv(c, 65));
+    EXPECT_EQ(fmha_runner_workspace_bytes(c), 0U);
+    fmha_runner_destroy(c);
 }
 
 // Which launches pack GQA (the Hopper family's host-side choice; no GPU involved).
