@@ -92,6 +92,8 @@ std::vector<Command> const& commands() {
         {"bench",
          "the timed sweep (medians of CUDA-event samples after warm-up), one JSON row per problem",
          {{"quick", false, "the short sweep"},
+          {"decode", false, "the decode sweep instead: paged decode steps over long contexts, in TB/s of K/V read"},
+          {"splits", true, "split-KV parts (FmhaRunner::setSplitKv): 0 automatic (default), 1 never, 2..64 forced"},
           {"row", true, "time one row of the sweep, by index"},
           {"json", true, "write the rows to this file"},
           {"iters", true, "timed samples a row (default 20)"},
@@ -447,6 +449,38 @@ std::vector<BenchRow> benchSweep(bool quick) {
     return rows;
 }
 
+// Decode steps over a paged cache: 32 query heads, D=128, causal, pages of 128 unless noted;
+// the batch / context / new-query rows first, then page sizes 16 and 256, 8 new queries and
+// GQA ratios 1 and 8 at 32k (the default 32/8 is ratio 4).
+std::vector<BenchRow> decodeSweep() {
+    auto row = [](int b, int lk, int lq, int hkv, int page) {
+        BenchRow r;
+        r.spec.mode = Mode::kPaged;
+        r.spec.numQHeads = 32;
+        r.spec.numKVHeads = hkv;
+        r.spec.headDim = 128;
+        r.spec.lq.assign(b, lq);
+        r.spec.lk.assign(b, lk);
+        r.spec.pageSize = page;
+        r.spec.sparepages = 0;
+        r.spec.withLse = false;
+        r.mask = "causal";
+        return r;
+    };
+    return {row(1, 8192, 1, 8, 128),    row(1, 131072, 1, 8, 128), row(1, 131072, 4, 8, 128),
+            row(8, 32768, 1, 8, 128),   row(32, 8192, 1, 8, 128),  row(64, 4096, 1, 8, 128),
+            row(1, 32768, 1, 8, 128),   row(1, 32768, 1, 8, 16),   row(1, 32768, 1, 8, 256),
+            row(1, 32768, 4, 8, 128),   row(1, 32768, 8, 8, 128),  row(1, 32768, 1, 32, 128),
+            row(1, 32768, 1, 4, 128),   row(4, 16384, 4, 8, 128)};
+}
+
+// Bytes of K and V a problem's keys hold (what a decode step must read).
+double kvBytes(ProblemSpec const& s) {
+    double keys = 0;
+    for (int32_t lk : s.lk) keys += lk;
+    return keys * s.numKVHeads * s.headDim * 2 * (s.dtype == DataType::kFP8 ? 1 : 2);
+}
+
 int cmdBench(Flags& f) {
     std::string why;
     if (!harness::gpuAvailable(&why)) {
@@ -474,8 +508,14 @@ int cmdBench(Flags& f) {
             return 2;
         }
     }
-    bool const quick = f.has("quick");
-    std::vector<BenchRow> rows = benchSweep(quick);
+    bool const quick = f.has("quick"), decode = f.has("decode");
+    int const splits = f.integer("splits", 0);
+    if (!f.errors.empty() || splits < 0 || splits > FmhaRunner::kMaxSplits) {
+        std::fprintf(stderr, "fmha bench: --splits needs 0 (automatic), 1 (never) or up to %d\n",
+                     FmhaRunner::kMaxSplits);
+        return 2;
+    }
+    std::vector<BenchRow> rows = decode ? decodeSweep() : benchSweep(quick);
     for (size_t i = 0; i < rows.size(); ++i) rows[i].index = static_cast<int>(i);
     if (f.has("row")) {  // one row of the sweep (for a profiler, or a re-timing round)
         int const row = f.integer("row", 0);
@@ -489,8 +529,8 @@ int cmdBench(Flags& f) {
     detail::currentDevice(&dev);
     std::ostringstream json;
     json << "[\n";
-    std::printf("%-6s %-5s %4s %5s %3s %5s %6s %6s %-6s %5s %9s %8s %s\n", "mode", "dtype", "D", "H", "Hkv", "B",
-                "Lq", "Lk", "mask", "page", "ms", "TFLOPS", "family");
+    std::printf("%-6s %-5s %4s %5s %3s %5s %6s %6s %-6s %5s %9s %8s %6s %6s %s\n", "mode", "dtype", "D", "H", "Hkv",
+                "B", "Lq", "Lk", "mask", "page", "ms", "TFLOPS", "TB/s", "splits", "family");
     int failures = 0;
     // A row's identity in the JSON, with its result or its error after it.
     auto jsonRow = [&](BenchRow const& r, HostProblem const& p) {
@@ -501,12 +541,14 @@ int cmdBench(Flags& f) {
              << ", \"batch\": " << r.spec.lk.size() << ", \"lq\": " << r.spec.lq[0] << ", \"lk\": " << r.spec.lk[0]
              << ", \"mask\": \"" << r.mask << "\", \"page_size\": " << (paged ? r.spec.pageSize : 0)
              << ", \"flops\": " << harness::countFlops(p) << ", \"device\": \"" << dev.name << "\", \"sweep\": \""
-             << (quick ? "quick" : "full") << "\", \"row\": " << r.index << ", \"launches\": " << launches
+             << (decode ? "decode" : quick ? "quick" : "full") << "\", \"row\": " << r.index
+             << ", \"kv_bytes\": " << kvBytes(r.spec) << ", \"launches\": " << launches
              << ", \"date\": \"" << today() << "\", \"commit\": \"" << commit << "\"";
     };
     for (size_t i = 0; i < rows.size(); ++i) {
         BenchRow& r = rows[i];
         r.spec.dtype = dtype;
+        r.spec.splits = splits;
         std::fprintf(stderr, "[%zu/%zu] %s\r", i + 1, rows.size(), modeName(r.spec.mode));
         HostProblem const p = harness::makeProblem(r.spec);
         harness::GpuResult gpu;
@@ -524,16 +566,18 @@ int cmdBench(Flags& f) {
             continue;
         }
         double const tflops = harness::countFlops(p) / (gpu.medianMs * 1e-3) / 1e12;
+        double const tbps = kvBytes(r.spec) / (gpu.medianMs * 1e-3) / 1e12;
         bool const paged = r.spec.mode == Mode::kPaged || r.spec.mode == Mode::kPagedRagged;
         std::string const family =
             gpu.packedHeads > 1 ? gpu.family + " packgqa" + std::to_string(gpu.packedHeads) : gpu.family;
-        std::printf("%-6s %-5s %4d %5d %3d %5zu %6d %6d %-6s %5d %9.3f %8.1f %s\n", modeName(r.spec.mode),
+        std::printf("%-6s %-5s %4d %5d %3d %5zu %6d %6d %-6s %5d %9.4f %8.1f %6.2f %6d %s\n", modeName(r.spec.mode),
                     dataTypeName(dtype), r.spec.headDim, r.spec.numQHeads, r.spec.numKVHeads, r.spec.lk.size(),
                     r.spec.lq[0], r.spec.lk[0], r.mask.c_str(), paged ? r.spec.pageSize : 0, gpu.medianMs, tflops,
-                    family.c_str());
+                    tbps, gpu.splits, family.c_str());
         jsonRow(r, p);
         json << ", \"ours_ms\": " << gpu.medianMs << ", \"ours_tflops\": " << tflops << ", \"family\": \""
-             << gpu.family << "\", \"packed_heads\": " << gpu.packedHeads << "}";
+             << gpu.family << "\", \"packed_heads\": " << gpu.packedHeads << ", \"splits\": " << gpu.splits
+             << ", \"ours_tbps\": " << tbps << "}";
     }
     json << "\n]\n";
     std::fprintf(stderr, "\n");
