@@ -2,11 +2,13 @@
 # Runs on the GPU machine over binaries built elsewhere: GPU tests, compute-sanitizer,
 # `fmha run`, and the benchmark with the cuDNN/FA2 comparison. Logs go to $OUT (or ./out).
 # usage: device_check.sh BIN_DIR [tests] [capped] [fuzz] [fuzz-memcheck] [sass] [memcheck] [memcheck-portable]
-#                          [racecheck] [synccheck] [racecheck-portable] [run] [bench|quickbench] [portbench] [ncu]
+#                          [racecheck] [synccheck] [racecheck-portable] [run] [bench|quickbench] [portbench] [decode] [ncu]
 # capped: the GPU suite under the shared-memory budgets of the 99 KB and 163 KB GPU classes
 # (FMHA_SMEM_BUDGET), so that their kernel configurations run here. fuzz: FUZZ_CASES (default
 # 20000) cases of `fmha fuzz` in 8 parallel shards, valid and malformed metadata, then
 # FUZZ_CAP_CASES (default 2000) under each capped budget. fuzz-memcheck: FUZZ_MEMCHECK_CASES (default 500) under memcheck.
+# decode: `fmha bench --decode` (automatic split-KV) and, where the fa3-fwd wheel is at
+# FA3_WHEEL (default devbin/whl/fa3_fwd-0.0.3-*.whl), bench/decode_peers.py with FA3 and cuDNN.
 # ncu profiles the quick-sweep rows named in NCU_ROWS (indices; default "1 5 13"), one
 # kernel launch each, with the Hopper family and (row 5) the portable one. ROUNDS=N (N > 1)
 # times every benchmark row N times, ours and SDPA in turn (compare_sdpa.py --rounds).
@@ -39,7 +41,7 @@ logdir=$(mktemp -d)
 # An earlier invocation's archive in the same $OUT is kept: its logs join this one's.
 [ -f "$out/logs.tgz" ] && tar xzf "$out/logs.tgz" -C "$logdir"
 pack() {
-  for f in $(cd "$out" && ls | grep -vE '^(bench\.json|bench\.md|bench\.png|bench_portable\.json|bench_portable\.md|logs\.tgz)$'); do
+  for f in $(cd "$out" && ls | grep -vE '^(bench\.json|bench\.md|bench\.png|bench_portable\.json|bench_portable\.md|decode\.json|decode\.md|logs\.tgz)$'); do
     mv "$out/$f" "$logdir/"
   done
   tar czf "$out/logs.tgz" -C "$logdir" .
@@ -158,6 +160,20 @@ for what in "$@"; do
       FMHA_KERNEL_FAMILY=portable python3 bench/compare_sdpa.py "$out/ours_portable.json" "$out/bench_portable.json" \
         --md "$out/bench_portable.md" $rounds \
         2>&1 | tee -a "$out/bench_portable.log" || status=1
+      ;;
+    decode)
+      step "decode sweep (paged decode steps, automatic split-KV)"
+      t "$bin/fmha" bench --decode $launches --commit "$commit" --json "$out/decode_ours.json" | tee "$out/decode.log" || status=1
+      wheel=$(ls ${FA3_WHEEL:-devbin/whl/fa3_fwd-0.0.3-*.whl} 2>/dev/null | head -1)
+      if [ -n "$wheel" ]; then
+        fa3=$(mktemp -d)
+        python3 -m zipfile -e "$wheel" "$fa3"
+        t python3 bench/decode_peers.py "$fa3" "$out/decode_ours.json" "$out/decode.json" --md "$out/decode.md" \
+          2>&1 | tee -a "$out/decode.log" || status=1
+      else
+        echo "no fa3-fwd wheel at ${FA3_WHEEL:-devbin/whl}: ours only"
+        cp "$out/decode_ours.json" "$out/decode.json"
+      fi
       ;;
     ncu)
       step "ncu: one launch per profiled row"
