@@ -388,24 +388,24 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
     }
     bool const bidir = !p.bidirBegin.empty();
     LaunchRecord record;
-    auto launch = [&]() {
+    // The mode's arguments over the device buffers, on this stream, handed to fn.
+    auto withDeviceArgs = [&](auto&& fn) {
         return withArgs(p, q.ptr, k.ptr, p.v.empty() ? nullptr : v.ptr, o.ptr, cuQ.as<int32_t>(),
                         cuKV.as<int32_t>(), p.pageTable.empty() ? nullptr : table.as<int32_t>(),
                         bidir ? bb.as<int32_t>() : nullptr, bidir ? be.as<int32_t>() : nullptr,
                         p.spec.withLse ? lse.as<float>() : nullptr, [&](auto& a) {
                             a.stream = stream;
-                            return p.spec.cApi ? dispatchRunC(cRunner.get(), a) : dispatchRun(runner, a, &record);
+                            return fn(a);
                         });
+    };
+    auto launch = [&]() {
+        return withDeviceArgs([&](auto& a) {
+            return p.spec.cApi ? dispatchRunC(cRunner.get(), a) : dispatchRun(runner, a, &record);
+        });
     };
     bool const captured = p.spec.graph != 0 && !p.spec.cApi;
     if (captured && p.spec.graph == 1) {
-        bool const ready = withArgs(p, q.ptr, k.ptr, p.v.empty() ? nullptr : v.ptr, o.ptr, cuQ.as<int32_t>(),
-                                    cuKV.as<int32_t>(), p.pageTable.empty() ? nullptr : table.as<int32_t>(),
-                                    bidir ? bb.as<int32_t>() : nullptr, bidir ? be.as<int32_t>() : nullptr,
-                                    p.spec.withLse ? lse.as<float>() : nullptr, [&](auto& a) {
-                                        a.stream = stream;
-                                        return dispatchPreflight(runner, a, bidir);
-                                    });
+        bool const ready = withDeviceArgs([&](auto& a) { return dispatchPreflight(runner, a, bidir); });
         if (!ready) {
             if (error) *error = std::string("preflight: ") + lastError();
             cudaStreamDestroy(stream);
