@@ -3,12 +3,17 @@
 # `fmha run`, and the benchmark with the cuDNN/FA2 comparison. Logs go to $OUT (or ./out).
 # usage: device_check.sh BIN_DIR [tests] [capped] [fuzz] [fuzz-memcheck] [sass] [memcheck] [memcheck-portable]
 #                          [racecheck] [synccheck] [racecheck-portable] [run] [bench|quickbench] [portbench] [decode] [ncu]
+#                          [python]
 # capped: the GPU suite under the shared-memory budgets of the 99 KB and 163 KB GPU classes
 # (FMHA_SMEM_BUDGET), so that their kernel configurations run here. fuzz: FUZZ_CASES (default
 # 20000) cases of `fmha fuzz` in 8 parallel shards, valid and malformed metadata, then
 # FUZZ_CAP_CASES (default 2000) under each capped budget. fuzz-memcheck: FUZZ_MEMCHECK_CASES (default 500) under memcheck.
 # decode: `fmha bench --decode` (automatic split-KV) and, where the fa3-fwd wheel is at
 # FA3_WHEEL (default devbin/whl/fa3_fwd-0.0.3-*.whl), bench/decode_peers.py with FA3 and cuDNN.
+# python: the wheel in PY_WHEEL (default devbin/wheel, from `pip wheel . -w devbin/wheel`) installed
+# into a virtual environment over the machine's PyTorch (with the pytest wheels there too, where
+# the machine has no pytest), then python/tests and examples/python_example.py against the
+# installed package.
 # ncu profiles the quick-sweep rows named in NCU_ROWS (indices; default "1 5 13"), one
 # kernel launch each, with the Hopper family and (row 5) the portable one. ROUNDS=N (N > 1)
 # times every benchmark row N times, ours and SDPA in turn (compare_sdpa.py --rounds).
@@ -185,6 +190,21 @@ for what in "$@"; do
         grep -E "fwd|Duration|Throughput|Registers Per|Issue Slots|No Eligible|Warp Cycles Per Issued|Hit Rate|Ipc Active|Local Memory|Bank Conflicts" \
           "$out/ncu_$r.log" | head -60
       done
+      ;;
+    python)
+      step "Python package: install the wheel, its tests, the example"
+      venv=$(mktemp -d)/venv
+      python3 -m venv --system-site-packages "$venv"
+      "$venv/bin/pip" install --no-deps --no-index "$(ls ${PY_WHEEL:-devbin/wheel}/fmha-*.whl | head -1)" \
+        > "$out/python.log" 2>&1 || status=1
+      "$venv/bin/python" -c "import pytest" 2>/dev/null ||
+        "$venv/bin/pip" install --no-deps --no-index ${PY_WHEEL:-devbin/wheel}/*.whl >> "$out/python.log" 2>&1
+      (cd /tmp && "$venv/bin/python" -c "import fmha; print('fmha', fmha.version(), 'from', fmha.__file__)") \
+        2>&1 | tee -a "$out/python.log"
+      env -u FMHA_LIBRARY FMHA_TEST_INSTALLED=1 t "$venv/bin/python" -m pytest -v -p no:cacheprovider python/tests \
+        >> "$out/python.log" 2>&1 || status=1
+      grep -E "passed|failed|FAILED|ERROR" "$out/python.log" | tail -15
+      env -u FMHA_LIBRARY t "$venv/bin/python" examples/python_example.py 2>&1 | tee "$out/python_example.log" || status=1
       ;;
     *) echo "unknown step $what"; status=2 ;;
   esac

@@ -55,10 +55,19 @@ class Runner:
     rows per sequence and the KV cache capacity (see include/fmha/fmha.h)."""
 
     def __init__(self, num_q_heads, num_kv_heads, head_dim, batch_size=0, seq_len_q=0, kv_cache_capacity=0):
+        self.num_q_heads, self.num_kv_heads, self.head_dim = num_q_heads, num_kv_heads, head_dim
+        self.batch_size, self.seq_len_q, self.kv_cache_capacity = batch_size, seq_len_q, kv_cache_capacity
         self._handle = lib().fmha_runner_create(num_q_heads, num_kv_heads, head_dim, batch_size, seq_len_q,
                                                 kv_cache_capacity)
         if not self._handle:
             raise FmhaError(last_error())
+
+    @property
+    def handle(self):
+        """The C runner (fmha_runner*) as an int; what the torch ops take."""
+        if not self._handle:
+            raise ValueError("runner: closed")
+        return self._handle
 
     def close(self):
         if getattr(self, "_handle", None):

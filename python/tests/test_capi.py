@@ -1,15 +1,13 @@
 """The Python binding's C layer on a machine without a GPU: every argument struct against the
 library's own layout (its size and defaults, and fields the library reads back through its
 validation messages), the error path, the split-KV setting and the version. Run with
-FMHA_LIBRARY=build/libfmha.so python3 -m unittest discover -s python/tests."""
+FMHA_LIBRARY=build/libfmha.so python -m pytest python/tests (conftest.py picks the package)."""
 import ctypes
 import os
-import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import fmha  # noqa: E402
-from fmha import _capi  # noqa: E402
+import fmha
+from fmha import _capi
 
 
 class StructLayout(unittest.TestCase):
