@@ -11,9 +11,9 @@
 # decode: `fmha bench --decode` (automatic split-KV) and, where the fa3-fwd wheel is at
 # FA3_WHEEL (default devbin/whl/fa3_fwd-0.0.3-*.whl), bench/decode_peers.py with FA3 and cuDNN.
 # python: the wheel in PY_WHEEL (default devbin/wheel, from `pip wheel . -w devbin/wheel`) installed
-# into a virtual environment over the machine's PyTorch (with the pytest wheels there too, where
-# the machine has no pytest), then python/tests and examples/python_example.py against the
-# installed package.
+# into a folder on PYTHONPATH beside the machine's PyTorch (with the pytest wheels there too,
+# where the machine has no pytest), then python/tests and examples/python_example.py against
+# the installed package.
 # ncu profiles the quick-sweep rows named in NCU_ROWS (indices; default "1 5 13"), one
 # kernel launch each, with the Hopper family and (row 5) the portable one. ROUNDS=N (N > 1)
 # times every benchmark row N times, ours and SDPA in turn (compare_sdpa.py --rounds).
@@ -193,18 +193,19 @@ for what in "$@"; do
       ;;
     python)
       step "Python package: install the wheel, its tests, the example"
-      venv=$(mktemp -d)/venv
-      python3 -m venv --system-site-packages "$venv"
-      "$venv/bin/pip" install --no-deps --no-index "$(ls ${PY_WHEEL:-devbin/wheel}/fmha-*.whl | head -1)" \
+      # Installed into a folder of its own on PYTHONPATH, over the machine's own PyTorch.
+      pkgs=$(mktemp -d)
+      python3 -m pip install --no-deps --no-index --target "$pkgs" "$(ls ${PY_WHEEL:-devbin/wheel}/fmha-*.whl | head -1)" \
         > "$out/python.log" 2>&1 || status=1
-      "$venv/bin/python" -c "import pytest" 2>/dev/null ||
-        "$venv/bin/pip" install --no-deps --no-index ${PY_WHEEL:-devbin/wheel}/*.whl >> "$out/python.log" 2>&1
-      (cd /tmp && "$venv/bin/python" -c "import fmha; print('fmha', fmha.version(), 'from', fmha.__file__)") \
+      python3 -c "import pytest" 2>/dev/null ||
+        python3 -m pip install --no-deps --no-index --target "$pkgs" ${PY_WHEEL:-devbin/wheel}/*.whl >> "$out/python.log" 2>&1
+      # The installed package (with its own libfmha.so), not the source tree's.
+      run_py() { (unset FMHA_LIBRARY; PYTHONPATH="$pkgs" FMHA_TEST_INSTALLED=1 t python3 "$@"); }
+      (cd /tmp && run_py -c "import fmha, torch; print('fmha', fmha.version(), 'at', fmha.__file__, 'torch', torch.__version__)") \
         2>&1 | tee -a "$out/python.log"
-      env -u FMHA_LIBRARY FMHA_TEST_INSTALLED=1 t "$venv/bin/python" -m pytest -v -p no:cacheprovider python/tests \
-        >> "$out/python.log" 2>&1 || status=1
+      run_py -m pytest -v -p no:cacheprovider python/tests >> "$out/python.log" 2>&1 || status=1
       grep -E "passed|failed|FAILED|ERROR" "$out/python.log" | tail -15
-      env -u FMHA_LIBRARY t "$venv/bin/python" examples/python_example.py 2>&1 | tee "$out/python_example.log" || status=1
+      run_py examples/python_example.py 2>&1 | tee "$out/python_example.log" || status=1
       ;;
     *) echo "unknown step $what"; status=2 ;;
   esac
