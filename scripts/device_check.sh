@@ -3,7 +3,7 @@
 # `fmha run`, and the benchmark with the cuDNN/FA2 comparison. Logs go to $OUT (or ./out).
 # usage: device_check.sh BIN_DIR [tests] [capped] [fuzz] [fuzz-memcheck] [sass] [memcheck] [memcheck-portable]
 #                          [racecheck] [synccheck] [racecheck-portable] [run] [bench|quickbench] [portbench] [decode] [ncu]
-#                          [python]
+#                          [python] [tables]
 # capped: the GPU suite under the shared-memory budgets of the 99 KB and 163 KB GPU classes
 # (FMHA_SMEM_BUDGET), so that their kernel configurations run here. fuzz: FUZZ_CASES (default
 # 20000) cases of `fmha fuzz` in 8 parallel shards, valid and malformed metadata, then
@@ -14,6 +14,9 @@
 # into a folder on PYTHONPATH beside the machine's PyTorch (with the pytest wheels there too,
 # where the machine has no pytest), then python/tests and examples/python_example.py against
 # the installed package.
+# tables: the quick sweep in FP16, BF16 and FP8 with cuDNN and FA2 (compare_sdpa.py, the FP16
+# one with its plot) and FA3 BF16/FP8 (peers_fa3.py at FA3_PEERS, default devbin/peers_fa3.py,
+# over the wheel at FA3_WHEEL), then bench/perf_tables.py: docs/PERF.md's tables from one call.
 # ncu profiles the quick-sweep rows named in NCU_ROWS (indices; default "1 5 13"), one
 # kernel launch each, with the Hopper family and (row 5) the portable one. ROUNDS=N (N > 1)
 # times every benchmark row N times, ours and SDPA in turn (compare_sdpa.py --rounds).
@@ -46,7 +49,7 @@ logdir=$(mktemp -d)
 # An earlier invocation's archive in the same $OUT is kept: its logs join this one's.
 [ -f "$out/logs.tgz" ] && tar xzf "$out/logs.tgz" -C "$logdir"
 pack() {
-  for f in $(cd "$out" && ls | grep -vE '^(bench\.json|bench\.md|bench\.png|bench_portable\.json|bench_portable\.md|decode\.json|decode\.md|logs\.tgz)$'); do
+  for f in $(cd "$out" && ls | grep -vE '^(bench\.json|bench\.md|bench\.png|bench_portable\.json|bench_portable\.md|decode\.json|decode\.md|tables\.tgz|logs\.tgz)$'); do
     mv "$out/$f" "$logdir/"
   done
   tar czf "$out/logs.tgz" -C "$logdir" .
@@ -190,6 +193,32 @@ for what in "$@"; do
         grep -E "fwd|Duration|Throughput|Registers Per|Issue Slots|No Eligible|Warp Cycles Per Issued|Hit Rate|Ipc Active|Local Memory|Bank Conflicts" \
           "$out/ncu_$r.log" | head -60
       done
+      ;;
+    tables)
+      step "PERF tables: quick sweeps in FP16, BF16 and FP8 with cuDNN, FA2 and FA3, one call"
+      tdir=$(mktemp -d)
+      for dt in fp16 bf16 fp8; do
+        t "$bin/fmha" bench --quick --dtype $dt $launches --commit "$commit" --json "$tdir/ours_$dt.json" \
+          > "$tdir/bench_$dt.log" 2>&1 || status=1
+      done
+      png="--png $tdir/bench.png"
+      for dt in fp16 bf16; do
+        t python3 bench/compare_sdpa.py "$tdir/ours_$dt.json" "$tdir/sdpa_$dt.json" --md "$tdir/sdpa_$dt.md" \
+          $( [ $dt = fp16 ] && echo $png ) >> "$tdir/bench_$dt.log" 2>&1 || status=1
+      done
+      wheel=$(ls ${FA3_WHEEL:-devbin/whl/fa3_fwd-0.0.3-*.whl} 2>/dev/null | head -1)
+      if [ -n "$wheel" ] && [ -f "${FA3_PEERS:-devbin/peers_fa3.py}" ]; then
+        fa3=$(mktemp -d)
+        python3 -m zipfile -e "$wheel" "$fa3"
+        t python3 "${FA3_PEERS:-devbin/peers_fa3.py}" "$fa3" "$tdir/sdpa_fp16.json" "$tdir/tables_fp16.json" \
+          >> "$tdir/bench_fp16.log" 2>&1 || status=1
+      else
+        echo "no FA3 wheel or peers_fa3.py: the tables lack FA3"; cp "$tdir/sdpa_fp16.json" "$tdir/tables_fp16.json"
+      fi
+      python3 bench/perf_tables.py "$tdir/tables_fp16.json" "$tdir/sdpa_bf16.json" "$tdir/ours_fp8.json" \
+        > "$tdir/tables.md" 2>&1 || status=1
+      cat "$tdir/tables.md"
+      tar czf "$out/tables.tgz" -C "$tdir" .
       ;;
     python)
       step "Python package: install the wheel, its tests, the example"

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""The Hopper tables of docs/PERF.md from one device call's sweeps (`device_check.sh tables`):
+one Markdown table per dtype, ours beside cuDNN and FA2 (SDPA) and FlashAttention-3.
+
+usage: perf_tables.py FP16.json BF16.json FP8.json > tables.md
+
+FP16.json carries FA3's BF16 and FP8 columns (peers_fa3.py ran on it); the BF16 table takes
+FA3 BF16 and the FP8 table FA3 FP8 from it, row by row (the three sweeps have the same rows).
+SDPA has no FP8: the FP8 table shows cuDNN FP16 for context. The last column divides ours by
+the fastest peer of the table's precision (cuDNN and FA3 for 16-bit input, FA3 FP8 for FP8).
+"""
+import json
+import sys
+
+
+def fmt(x):
+    return "-" if x is None else f"{x:.0f}"
+
+
+def table(rows, fa3_rows, dtype):
+    dtype = "fp8" if dtype.startswith("fp8") else dtype
+    fa3_key = "fa3_fp8_tflops" if dtype == "fp8" else "fa3_bf16_tflops"
+    cudnn_rows = fa3_rows if dtype == "fp8" else rows
+    head = ["mode", "D", "H/Hkv", "B", "Lq", "Lk", "mask", "page", f"ours {dtype}",
+            "cuDNN FP16" if dtype == "fp8" else "cuDNN", "FA2" if dtype != "fp8" else "FA2 FP16",
+            "FA3 FP8" if dtype == "fp8" else "FA3 BF16", "ours / best peer"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r, f, c in zip(rows, fa3_rows, cudnn_rows):
+        if (r["row"], r["mode"], r["head_dim"], r["lq"]) != (f["row"], f["mode"], f["head_dim"], f["lq"]):
+            raise SystemExit(f"row {r['row']}: the sweeps do not have the same rows")
+        fa3 = f.get(fa3_key)
+        peers = [fa3] if dtype == "fp8" else [c.get("cudnn_tflops"), fa3]
+        best = max((p for p in peers if p), default=None)
+        ours = r.get("ours_tflops")
+        ratio = f"{ours / best:.2f}" if ours and best else "-"
+        out.append("| " + " | ".join([
+            r["mode"], str(r["head_dim"]), f"{r['heads']}/{r['kv_heads']}", str(r["batch"]), str(r["lq"]),
+            str(r["lk"]), r["mask"], str(r["page_size"] or "-"), fmt(ours), fmt(c.get("cudnn_tflops")),
+            fmt(c.get("fa2_tflops")), fmt(fa3), ratio]) + " |")
+    return "\n".join(out)
+
+
+def main():
+    if len(sys.argv) != 4:
+        raise SystemExit(__doc__)
+    fp16, bf16, fp8 = (json.load(open(p)) for p in sys.argv[1:])
+    meta = fp16[0]
+    print(f"<!-- {meta.get('device')}, commit {meta.get('commit')}, {meta.get('date')}, "
+          f"torch {meta.get('torch')}, cuDNN {meta.get('cudnn_version')} -->")
+    for name, rows in (("FP16", fp16), ("BF16", bf16), ("FP8 E4M3 (FP16 output)", fp8)):
+        print(f"\n### {name}\n")
+        print(table(rows, fp16, rows[0]["dtype"]))
+
+
+if __name__ == "__main__":
+    main()
