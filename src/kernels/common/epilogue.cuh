@@ -1,6 +1,6 @@
 // Epilogue shared by both families: normalise a warp's accumulators (mma.sync and
 // wgmma share the per-warp C layout), stage its rows in shared memory, store them with
-// 16-byte writes.
+// 16-byte writes; and the rows' LSE.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +47,18 @@ __device__ inline void storeOutput(float const (&o)[kMT][kHeadDimV / 8][4], floa
     }
     int const chunks = cols / 8;
     for (int idx = lane; idx < rows * chunks; idx += 32) copyOut(idx / chunks, idx % chunks);
+}
+
+// A warp's LSE: thread row r of the accumulator layout (kRows = 2 per m16 tile) is warp row
+// (r / 2) * 16 + g + 8 * (r % 2); rows below `rows` go to *at(row). Called by the lanes that
+// store (one a quad).
+template <int kRows, class At>
+__device__ inline void storeLse(float const (&lse)[kRows], int g, int rows, At const& at) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        int const row = (r / 2) * 16 + g + 8 * (r % 2);
+        if (row < rows) *at(row) = lse[r];
+    }
 }
 
 }  // namespace fmha

@@ -140,6 +140,22 @@ struct MaskPolicy {
     __device__ static bool allowed(Row const& r, int32_t j) {
         return allowedCausal(r, j) | ((j >= r.bLo) & (j <= r.bHi));
     }
+
+    // The element mask of one row of an MMA accumulator fragment (the mma.sync and wgmma C
+    // layouts alike): n-tile nt, element e of the lane at quad position t holds key
+    // j0 + nt * 8 + 2 * t + e, and kill(nt, e) is called for each key the row may not see.
+    // kWithBidir false: the causal/window bounds alone (a sequence without bidirectional blocks).
+    template <int kNT, bool kWithBidir = true, class Kill>
+    __device__ static void maskRow(Row const& rm, int32_t j0, int t, Kill const& kill) {
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                int32_t const j = j0 + nt * 8 + 2 * t + e;
+                bool const ok = kWithBidir ? allowed(rm, j) : allowedCausal(rm, j);
+                if (!ok) kill(nt, e);
+            }
+    }
 };
 
 // The union [lo, hi] of the bidirectional blocks of rows [m0, m1) of sequence b (lo > hi

@@ -16,6 +16,7 @@ template <int kHeadDim, bool kCompact = false>
 struct TileSm80 {
     static_assert(kHeadDim % 16 == 0, "padded head dim");
     static_assert(!kCompact || kHeadDim >= 128, "the compact configuration exists for D >= 128");
+    static constexpr int kDim = kHeadDim;
     // Output columns one CTA owns. 16 rows x 256 columns of FP32 accumulators are 128
     // registers a thread; 512 would not fit, so D=512 splits the output over two CTAs
     // (each recomputes Q.K^T, the price of staying spill-free).

@@ -105,11 +105,7 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
             return accumRow(p, part, b, packed.query(i), hq + packed.head(i));
         };
         storePartial<1, kHeadDim>(o3, scaleOut, lane, p.oAccum, [&](int r) { return accRow(r) * D; }, warpRows, D);
-        if (t == 0) {
-#pragma unroll
-            for (int r = 0; r < 2; ++r)
-                if (g + 8 * r < warpRows) p.lseAccum[accRow(g + 8 * r)] = lse[r];
-        }
+        if (t == 0) storeLse(lse, g, warpRows, [&](int r) { return &p.lseAccum[accRow(r)]; });
         return;
     }
     // Stage the output row-major in the K/V space, each warp its own 16 rows, once both
@@ -124,7 +120,7 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
                       (p.lsePacked ? seq.qBegin : 0);
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-            int const i = warpRow0 + g + 8 * r;
+            int const i = warpRow0 + g + 8 * r;  // written out: storeLse would reassociate this sum
             if (g + 8 * r < warpRows) gLse[packed.head(i) * p.lseHeadStride + packed.query(i)] = lse[r];
         }
     }

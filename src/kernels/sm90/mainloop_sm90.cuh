@@ -325,13 +325,8 @@ struct ConsumerSm90 {
         if constexpr (kMasked) {
 #pragma unroll
             for (int r = 0; r < 2; ++r)
-#pragma unroll
-                for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        int32_t const j = n * kBlockN + nt * 8 + 2 * t + e;
-                        if (!Mask::allowed(rm[r], j)) s[nt * 4 + 2 * r + e] = -INFINITY;
-                    }
+                Mask::template maskRow<kNT>(rm[r], n * kBlockN, t,
+                                            [&](int nt, int e) { s[nt * 4 + 2 * r + e] = -INFINITY; });
         }
         float sr[2][kNT * 2];
 #pragma unroll
