@@ -72,16 +72,9 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim, kCompact>::kNThreads) fwdKe
                                            static_cast<int64_t>(hq) * p.lseHeadStride + (p.lsePacked ? seq.qBegin : 0);
 
     float o[kMT][kDv / 8][4];
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < kDv / 8; ++nt) o[mt][nt][0] = o[mt][nt][1] = o[mt][nt][2] = o[mt][nt][3] = 0.0F;
     OnlineSoftmax<kRows> softmax;
-    softmax.init();
-
-    if (!mask.empty())
-        mainloopSm80<Tile, Elem, kKv>(p, seq, mask, sQ, sK, sV, sBidir, tid, warp, lane, g, t, D, b, hq, hkv, vSplit,
-                                      m0, m1, warpRow0, warpRows, rowStride, o, softmax);
+    mainloopSm80<Tile, Elem, kKv>(p, seq, mask, sQ, sK, sV, sBidir, tid, warp, lane, g, t, D, b, hq, hkv, vSplit, m0,
+                                  m1, warpRow0, warpRows, rowStride, o, softmax);
 
     float invSum[kRows], lse[kRows], scaleOut[kRows];
     softmax.finalize(p.scale, invSum, lse);

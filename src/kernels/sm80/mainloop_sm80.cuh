@@ -105,10 +105,11 @@ __device__ inline void gemmPV(uint32_t const (&a)[kMT][kBlockN / 16][4], Compute
     }
 }
 
-// The mainloop of one CTA, whose rows [m0, m1) see at least one tile (mask not empty): Q and
-// the visited K/V tiles into shared memory (cp.async, two stages, page ids one tile ahead),
-// every tile from the last to the first through its chunks: Q.K^T, the mask, skip-softmax,
-// the online softmax and P.V into o. CTA-wide (barriers); ends with Q's shared memory free.
+// The mainloop of one CTA over rows [m0, m1): o and the softmax state start empty; where the
+// rows see a tile, Q and the visited K/V tiles go into shared memory (cp.async, two stages,
+// page ids one tile ahead) and every tile, from the last to the first, through its chunks:
+// Q.K^T, the mask, skip-softmax, the online softmax and P.V into o. CTA-wide (barriers); ends
+// with Q's shared memory free for the epilogue.
 template <class Tile, class Elem, KvAddressing kKv>
 __device__ __forceinline__ void mainloopSm80(FmhaParams const& p, SeqInfo const& seq,
                                              MaskPolicy<Tile::kBlockN> const& mask,
@@ -135,6 +136,12 @@ __device__ __forceinline__ void mainloopSm80(FmhaParams const& p, SeqInfo const&
     // (at D=64 +0.4-4.6% on the H200; spill-neutral since its test reads each lane's own maxima).
     constexpr bool kLean = kBlockN == 64;
     constexpr int kSlackLog2 = kHeadDim <= 128 ? 8 : 0;
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kDv / 8; ++nt) o[mt][nt][0] = o[mt][nt][1] = o[mt][nt][2] = o[mt][nt][3] = 0.0F;
+    softmax.init();
+    if (mask.empty()) return;
 
     constexpr int kElemBytes = ET::kBytes;
     char const* qBase = static_cast<char const*>(p.q) +
