@@ -7,8 +7,10 @@ the LSE as a second result when return_lse is set. Layouts and semantics are the
 (docs/SEMANTICS.md); `window_left` is its slidingWindowSize: a row sees the keys from
 `window_left` positions before its own up to its own (None: no window).
 
-A runner per (device, shape) is created on first use and kept; pass runner= to use one of your
-own (for preflight ahead of a capture, or a split-KV setting)."""
+A runner per (device, shape) is created on first use and kept for the life of the process (each
+holds its split-KV workspace once a call splits; a CUDA graph captured through it stays valid),
+so an engine whose shapes vary widely should pass runner= with runners of its own (also for
+preflight ahead of a capture, or a split-KV setting)."""
 import ctypes
 import math
 from typing import Optional
