@@ -201,10 +201,10 @@ for what in "$@"; do
         t "$bin/fmha" bench --quick --dtype $dt $launches --commit "$commit" --json "$tdir/ours_$dt.json" \
           > "$tdir/bench_$dt.log" 2>&1 || status=1
       done
-      png="--png $tdir/bench.png"
       for dt in fp16 bf16; do
-        t python3 bench/compare_sdpa.py "$tdir/ours_$dt.json" "$tdir/sdpa_$dt.json" --md "$tdir/sdpa_$dt.md" \
-          $( [ $dt = fp16 ] && echo $png ) >> "$tdir/bench_$dt.log" 2>&1 || status=1
+        png=""; [ $dt = fp16 ] && png="--png $tdir/bench.png"  # the plot: FP16
+        t python3 bench/compare_sdpa.py "$tdir/ours_$dt.json" "$tdir/sdpa_$dt.json" --md "$tdir/sdpa_$dt.md" $png \
+          >> "$tdir/bench_$dt.log" 2>&1 || status=1
       done
       wheel=$(ls ${FA3_WHEEL:-devbin/whl/fa3_fwd-0.0.3-*.whl} 2>/dev/null | head -1)
       if [ -n "$wheel" ] && [ -f "${FA3_PEERS:-devbin/peers_fa3.py}" ]; then

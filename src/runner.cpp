@@ -36,6 +36,7 @@ struct SplitWorkspace {
     SplitWorkspace(SplitWorkspace const&) = delete;
     SplitWorkspace& operator=(SplitWorkspace const&) = delete;
     ~SplitWorkspace() { release(); }
+    bool holds(int64_t want, int dev) const { return buffer != nullptr && device == dev && floats >= want; }
     void release() {
         if (buffer != nullptr) {
             int current = -1;
@@ -247,7 +248,7 @@ bool selectKernel(Common const& c, detail::KernelOps* ops, cudaStream_t stream, 
 // Makes ws hold at least `floats` floats on device `device`: allocates (outside stream capture
 // only), never shrinks. False where it cannot (capturing, or out of memory: cleared).
 bool growWorkspace(detail::SplitWorkspace& ws, int64_t floats, int device, bool capturing) {
-    if (ws.buffer != nullptr && ws.device == device && ws.floats >= floats) return true;
+    if (ws.holds(floats, device)) return true;
     if (capturing) return false;
     int64_t const keep = ws.device == device ? ws.floats : 0;
     ws.release();
@@ -285,7 +286,7 @@ bool planSplits(char const* mode, detail::KernelOps const& ops, detail::SplitWor
     if (parts <= 1) return true;
     int64_t const floats = splitFloats(*p, parts);
     bool capturing = false;
-    if (floats < 0 || !(ws.buffer != nullptr && ws.device == dev.ordinal && ws.floats >= floats)) {
+    if (floats < 0 || !ws.holds(floats, dev.ordinal)) {
         if (!streamCapturing(mode, stream, &capturing)) return false;
     }
     if (floats < 0 || !growWorkspace(ws, floats, dev.ordinal, capturing)) {

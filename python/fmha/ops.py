@@ -72,8 +72,7 @@ def _check_q(q, ndim):
 
 def _check_index(name, t, length, device):
     _check_tensor(name, t, 1, device, torch.int32)
-    if length is not None:
-        _check_shape(name, t, (length,))
+    _check_shape(name, t, (length,))
 
 
 def _scale(scale, head_dim):
@@ -92,7 +91,7 @@ def _window(window_left):
     return min(w, INT32_MAX)
 
 
-def _outputs(out, lse, shape, dtype, device, lse_shape, return_lse):
+def _outputs(out, shape, dtype, device, lse_shape, return_lse):
     if out is None:
         out = torch.empty(shape, dtype=dtype, device=device)
     else:
@@ -221,7 +220,7 @@ def llm_attention(q, kv, cu_kv_seqlens, *, scale=None, window_left=None, q_scale
     _check_index("cu_kv_seqlens", cu_kv_seqlens, b + 1, q.device)
     qs, ks, vs = _fp8_scales(q, q_scale, k_scale, v_scale)
     r = _get_runner(runner, q.device, (hq, hkv, d, b, s_q, cap))
-    out, lse = _outputs(out, None, (b, s_q, hq, d), output_dtype(q.dtype), q.device, (b, hq, s_q), return_lse)
+    out, lse = _outputs(out, (b, s_q, hq, d), output_dtype(q.dtype), q.device, (b, hq, s_q), return_lse)
     _llm_out(r.handle, q, kv, cu_kv_seqlens, out, lse, _scale(scale, d), _window(window_left), qs, ks, vs,
              float(skip_softmax))
     return _result(out, lse, return_lse)
@@ -262,7 +261,7 @@ def paged_attention(q, kv_pool, page_table, cu_kv_seqlens, *, causal=True, windo
             _check_shape(name, t, (b, s_q))
     qs, ks, vs = _fp8_scales(q, q_scale, k_scale, v_scale)
     r = _get_runner(runner, q.device, (hq, hkv, d, b, s_q, cap))
-    out, lse = _outputs(out, None, (b, s_q, hq, d), output_dtype(q.dtype), q.device, (b, hq, s_q), return_lse)
+    out, lse = _outputs(out, (b, s_q, hq, d), output_dtype(q.dtype), q.device, (b, hq, s_q), return_lse)
     _paged_out(r.handle, q, kv_pool, page_table, cu_kv_seqlens, out, lse, begin, end, _scale(scale, d),
                _window(window_left), bool(causal), qs, ks, vs, float(skip_softmax))
     return _result(out, lse, return_lse)
@@ -288,7 +287,7 @@ def paged_ragged_attention(q, kv_pool, page_table, cu_q_seqlens, cu_kv_seqlens, 
         raise TypeError(f"max_q_seqlen: expected an int >= 0, got {max_q_seqlen!r}")
     qs, ks, vs = _fp8_scales(q, q_scale, k_scale, v_scale)
     r = _get_runner(runner, q.device, (hq, hkv, d, b, 0, cap))
-    out, lse = _outputs(out, None, (total, hq, d), output_dtype(q.dtype), q.device, (hq, total), return_lse)
+    out, lse = _outputs(out, (total, hq, d), output_dtype(q.dtype), q.device, (hq, total), return_lse)
     _paged_ragged_out(r.handle, q, kv_pool, page_table, cu_q_seqlens, cu_kv_seqlens, max_q_seqlen, out, lse,
                       _scale(scale, d), _window(window_left), qs, ks, vs)
     return _result(out, lse, return_lse)
@@ -313,6 +312,6 @@ def vit_attention(q, k, v, cu_seqlens, max_seqlen, *, scale=None, q_scale=1.0, k
         raise TypeError(f"max_seqlen: expected an int >= 0, got {max_seqlen!r}")
     qs, ks, vs = _fp8_scales(q, q_scale, k_scale, v_scale)
     r = _get_runner(runner, q.device, (h, h, d, 0, 0, 0))
-    out, lse = _outputs(out, None, (total, h, d), output_dtype(q.dtype), q.device, (h, total), return_lse)
+    out, lse = _outputs(out, (total, h, d), output_dtype(q.dtype), q.device, (h, total), return_lse)
     _vit_out(r.handle, q, k, v, cu_seqlens, max_seqlen, out, lse, _scale(scale, d), qs, ks, vs)
     return _result(out, lse, return_lse)

@@ -1,6 +1,10 @@
 // The split-KV combine kernel and its launch (built for every target of the portable family).
 #include "kernels/common/combine.h"
 
+#include <cmath>
+
+#include "kernels/common/elem.cuh"
+#include "kernels/common/seqlen.cuh"
 #include "kernels/common/split_kv.cuh"
 
 namespace fmha {

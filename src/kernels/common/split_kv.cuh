@@ -2,11 +2,8 @@
 // in the workspace and the epilogue that writes them (combine.cu merges the parts).
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 
-#include "kernels/common/elem.cuh"
-#include "kernels/common/seqlen.cuh"
 #include "params.h"
 
 namespace fmha {
