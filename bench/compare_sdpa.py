@@ -22,6 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from perf_tables import plot
+
 
 def time_ms(fn, iters, launches=1):
     """Median ms of one launch, timed as `fmha bench` does: a sample is one launch between two
@@ -148,31 +150,7 @@ def main():
     if args.md:
         open(args.md, "w").write(table + "\n")
     if args.png:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        dims = sorted({r["head_dim"] for r in rows if r["heads"] * r["head_dim"] == 2048 and r["batch"] * r["lq"] == 16384})
-        fig, axes = plt.subplots(2, len(dims), figsize=(4 * len(dims), 7), squeeze=False)
-        for col, d in enumerate(dims):
-            for row_i, mask in enumerate(("none", "causal")):
-                ax = axes[row_i][col]
-                sel = [r for r in rows if r["head_dim"] == d and r["mask"] == mask and r["heads"] * d == 2048
-                       and r["batch"] * r["lq"] == 16384 and r["page_size"] == 0]
-                sel.sort(key=lambda r: r["lq"])
-                xs = [r["lq"] for r in sel]
-                for key, label in (("ours_tflops", "ours"), ("cudnn_tflops", "cuDNN"), ("fa2_tflops", "FA2")):
-                    ys = [r.get(key) for r in sel]
-                    if any(y is not None for y in ys):
-                        ax.plot(xs, [y if y is not None else float("nan") for y in ys], marker="o", label=label)
-                ax.set_xscale("log", base=2)
-                ax.set_title(f"D={d}, mask={mask}")
-                ax.set_xlabel("sequence length")
-                ax.set_ylabel("TFLOPS")
-                ax.grid(True, alpha=0.3)
-                ax.legend()
-        fig.suptitle(f"FP16 attention forward, {torch.cuda.get_device_name()} (B*S=16k, H*D=2048)")
-        fig.tight_layout()
-        fig.savefig(args.png, dpi=90)
+        plot(rows, args.png)
 
 
 if __name__ == "__main__":

@@ -2,15 +2,15 @@
 """The Hopper tables of docs/PERF.md from one device call's sweeps (`device_check.sh tables`):
 one Markdown table per dtype, ours beside cuDNN and FA2 (SDPA) and FlashAttention-3.
 
-usage: perf_tables.py FP16.json BF16.json FP8.json > tables.md
+usage: perf_tables.py FP16.json BF16.json FP8.json [--png PLOT.png] > tables.md
 
 FP16.json carries FA3's BF16 and FP8 columns (peers_fa3.py ran on it); the BF16 table takes
 FA3 BF16 and the FP8 table FA3 FP8 from it, row by row (the three sweeps have the same rows).
 SDPA has no FP8: the FP8 table shows cuDNN FP16 for context. The last column divides ours by
 the fastest peer of the table's precision (cuDNN and FA3 for 16-bit input, FA3 FP8 for FP8).
 """
+import argparse
 import json
-import sys
 
 
 def fmt(x):
@@ -40,10 +40,49 @@ def table(rows, fa3_rows, dtype):
     return "\n".join(out)
 
 
+def plot(rows, path):
+    """TFLOPS against sequence length for the dense rows (B*S = 16k, H*D = 2048), one panel a
+    head dim and mask: ours and every peer the rows carry."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    dense = [r for r in rows if r["heads"] * r["head_dim"] == 2048 and r["batch"] * r["lq"] == 16384
+             and not r["page_size"]]
+    dims = sorted({r["head_dim"] for r in dense})
+    fig, axes = plt.subplots(2, len(dims), figsize=(4 * len(dims), 7), squeeze=False)
+    for col, d in enumerate(dims):
+        for row_i, mask in enumerate(("none", "causal")):
+            ax = axes[row_i][col]
+            sel = sorted((r for r in dense if r["head_dim"] == d and r["mask"] == mask), key=lambda r: r["lq"])
+            xs = [r["lq"] for r in sel]
+            for key, label in (("ours_tflops", "ours"), ("cudnn_tflops", "cuDNN"), ("fa2_tflops", "FA2"),
+                               ("fa3_bf16_tflops", "FA3 BF16")):
+                ys = [r.get(key) for r in sel]
+                if any(y is not None for y in ys):
+                    ax.plot(xs, [float("nan") if y is None else y for y in ys], marker="o", label=label)
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"D={d}, mask={mask}")
+            ax.set_xlabel("sequence length")
+            ax.set_ylabel("TFLOPS")
+            ax.grid(True, alpha=0.3)
+            ax.legend()
+    meta = rows[0]
+    fig.suptitle(f"{meta['dtype'].upper()} attention forward, {meta.get('device')}, commit {meta.get('commit')} "
+                 "(B*S=16k, H*D=2048)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
 def main():
-    if len(sys.argv) != 4:
-        raise SystemExit(__doc__)
-    fp16, bf16, fp8 = (json.load(open(p)) for p in sys.argv[1:])
+    ap = argparse.ArgumentParser(usage=__doc__)
+    ap.add_argument("fp16")
+    ap.add_argument("bf16")
+    ap.add_argument("fp8")
+    ap.add_argument("--png", help="plot the FP16 rows with every peer")
+    args = ap.parse_args()
+    fp16, bf16, fp8 = (json.load(open(p)) for p in (args.fp16, args.bf16, args.fp8))
+    if args.png:
+        plot(fp16, args.png)
     meta = fp16[0]
     print(f"<!-- {meta.get('device')}, commit {meta.get('commit')}, {meta.get('date')}, "
           f"torch {meta.get('torch')}, cuDNN {meta.get('cudnn_version')} -->")

@@ -14,9 +14,9 @@
 # into a folder on PYTHONPATH beside the machine's PyTorch (with the pytest wheels there too,
 # where the machine has no pytest), then python/tests and examples/python_example.py against
 # the installed package.
-# tables: the quick sweep in FP16, BF16 and FP8 with cuDNN and FA2 (compare_sdpa.py, the FP16
-# one with its plot) and FA3 BF16/FP8 (peers_fa3.py at FA3_PEERS, default devbin/peers_fa3.py,
-# over the wheel at FA3_WHEEL), then bench/perf_tables.py: docs/PERF.md's tables from one call.
+# tables: the quick sweep in FP16, BF16 and FP8 with cuDNN and FA2 (compare_sdpa.py) and FA3
+# BF16/FP8 (peers_fa3.py at FA3_PEERS, default devbin/peers_fa3.py, over the wheel at FA3_WHEEL),
+# then bench/perf_tables.py: docs/PERF.md's tables and plot (FP16, every peer) from one call.
 # ncu profiles the quick-sweep rows named in NCU_ROWS (indices; default "1 5 13"), one
 # kernel launch each, with the Hopper family and (row 5) the portable one. ROUNDS=N (N > 1)
 # times every benchmark row N times, ours and SDPA in turn (compare_sdpa.py --rounds).
@@ -202,8 +202,7 @@ for what in "$@"; do
           > "$tdir/bench_$dt.log" 2>&1 || status=1
       done
       for dt in fp16 bf16; do
-        png=""; [ $dt = fp16 ] && png="--png $tdir/bench.png"  # the plot: FP16
-        t python3 bench/compare_sdpa.py "$tdir/ours_$dt.json" "$tdir/sdpa_$dt.json" --md "$tdir/sdpa_$dt.md" $png \
+        t python3 bench/compare_sdpa.py "$tdir/ours_$dt.json" "$tdir/sdpa_$dt.json" --md "$tdir/sdpa_$dt.md" \
           >> "$tdir/bench_$dt.log" 2>&1 || status=1
       done
       wheel=$(ls ${FA3_WHEEL:-devbin/whl/fa3_fwd-0.0.3-*.whl} 2>/dev/null | head -1)
@@ -216,7 +215,7 @@ for what in "$@"; do
         echo "no FA3 wheel or peers_fa3.py: the tables lack FA3"; cp "$tdir/sdpa_fp16.json" "$tdir/tables_fp16.json"
       fi
       python3 bench/perf_tables.py "$tdir/tables_fp16.json" "$tdir/sdpa_bf16.json" "$tdir/ours_fp8.json" \
-        > "$tdir/tables.md" 2>&1 || status=1
+        --png "$tdir/bench.png" > "$tdir/tables.md" 2>&1 || status=1
       cat "$tdir/tables.md"
       tar czf "$out/tables.tgz" -C "$tdir" .
       ;;
