@@ -41,17 +41,19 @@ void fill(KernelOps* ops, char const* family, bool compact) {
     ops->walks = false;
 }
 
-bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int smemLimit, KernelOps* ops) {
+bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int smemLimit, bool skipSoftmax,
+                      KernelOps* ops) {
     int const d = hopperHeadDim(headDim);
     (void)element;
     (void)d;
     (void)kv;
     (void)smemLimit;
+    (void)skipSoftmax;
     (void)ops;
-#define FMHA_SM90_INSTANCE(E, D, K)                                                                \
-    if (element == ElementKind::E && d == (D) && kv == KvAddressing::K &&                         \
-        sm90::KernelSm90<ElementKind::E, D, KvAddressing::K>::smemBytes() <= smemLimit) {          \
-        fill<sm90::KernelSm90<ElementKind::E, D, KvAddressing::K>>(ops, "sm90", false);           \
+#define FMHA_SM90_INSTANCE(E, D, K, S)                                                             \
+    if (element == ElementKind::E && d == (D) && kv == KvAddressing::K && skipSoftmax == (S) &&   \
+        sm90::KernelSm90<ElementKind::E, D, KvAddressing::K, S>::smemBytes() <= smemLimit) {       \
+        fill<sm90::KernelSm90<ElementKind::E, D, KvAddressing::K, S>>(ops, "sm90", false);        \
         ops->packsGqa = true;                                                                      \
         return true;                                                                               \
     }
@@ -137,7 +139,7 @@ int setSmemBudgetCap(int bytes) {
 
 bool findKernel(ElementKind element, int headDim, KvAddressing kv, int smVersion, int smemLimit, bool skipSoftmax,
                 KernelOps* ops) {
-    if (smVersion == 90 && !skipSoftmax && !forcePortable() && findHopperKernel(element, headDim, kv, smemLimit, ops))
+    if (smVersion == 90 && !forcePortable() && findHopperKernel(element, headDim, kv, smemLimit, skipSoftmax, ops))
         return true;
     return findPortableKernel(element, headDim, kv, smemLimit, ops);
 }

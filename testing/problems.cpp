@@ -85,6 +85,64 @@ std::string HostProblem::describe() const {
     return os.str();
 }
 
+namespace {
+
+// Rewrites an LLM problem's Q and K (makeProblem's spec.structured). The keys fall into
+// segments of kSegment positions, segment s holding the basis vector e_(s mod kEmbed) times
+// kAmp in dims 0..kEmbed-1; a query holds its own segment's vector plus kPrev times the
+// previous segment's (normalised), so that its scores are about 189 on its own segment, 66 on
+// the previous one and 0 elsewhere. Dim kEmbed marks the heavy-hitter keys (the first 64 and
+// three random blocks of 64: +100 for every query); the other dims are noise in [-1, 1]
+// (score noise of std 2.6 at D=128). A query's segment is that of its own key position
+// (bottom-right aligned).
+void structureScores(HostProblem& p, std::mt19937_64& rng) {
+    constexpr int kSegment = 1024, kEmbed = 64, kBlock = 64;
+    constexpr float kAmp = 14.142F, kPrev = 0.35F, kHeavy = 10.0F;
+    ProblemSpec const& s = p.spec;
+    DataType const t = s.dtype;
+    int32_t const B = static_cast<int32_t>(s.lk.size()), Hq = s.numQHeads, Hkv = s.numKVHeads, D = s.headDim;
+    int32_t const sq = p.shape.seqLenQ, cap = p.shape.kvCacheCapacity;
+    if (D <= kEmbed) return;
+    std::uniform_real_distribution<float> noise(-1.0F, 1.0F);
+    float const norm = 1.0F / std::sqrt(1.0F + kPrev * kPrev);
+    for (int32_t b = 0; b < B; ++b) {
+        int32_t const lk = s.lk[b];
+        std::vector<bool> heavy(static_cast<size_t>(lk), false);
+        for (int32_t j = 0; j < std::min(lk, kBlock); ++j) heavy[static_cast<size_t>(j)] = true;
+        for (int n = 0; n < 3 && lk > kBlock; ++n) {
+            int32_t const j0 = static_cast<int32_t>(rng() % static_cast<uint64_t>(lk / kBlock)) * kBlock;
+            for (int32_t j = j0; j < std::min(lk, j0 + kBlock); ++j) heavy[static_cast<size_t>(j)] = true;
+        }
+        for (int32_t h = 0; h < Hkv; ++h)
+            for (int32_t j = 0; j < lk; ++j) {
+                int32_t const seg = (j / kSegment) % kEmbed;
+                int64_t const base = ((int64_t{b} * 2 * Hkv + h) * cap + j) * D;  // K of (b, h), key j
+                for (int32_t d = 0; d < D; ++d) {
+                    float x = d == seg ? kAmp : 0.0F;
+                    if (d == kEmbed) x = heavy[static_cast<size_t>(j)] ? kHeavy : 0.0F;
+                    if (d > kEmbed) x = noise(rng);
+                    store(p.k, base + d, x, t);
+                }
+            }
+        for (int32_t i = 0; i < sq; ++i) {
+            int32_t const pos = i + lk - sq, seg = pos / kSegment;
+            for (int32_t h = 0; h < Hq; ++h) {
+                int64_t const base = ((int64_t{b} * sq + i) * Hq + h) * D;
+                for (int32_t d = 0; d < D; ++d) {
+                    float x = 0.0F;
+                    if (d == seg % kEmbed) x = kAmp * norm;
+                    if (seg > 0 && d == (seg - 1) % kEmbed) x = kAmp * kPrev * norm;
+                    if (d == kEmbed) x = kHeavy;
+                    if (d > kEmbed) x = noise(rng);
+                    store(p.q, base + d, x, t);
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
 HostProblem makeProblem(ProblemSpec const& specIn) {
     HostProblem p;
     p.spec = specIn;
@@ -189,6 +247,7 @@ HostProblem makeProblem(ProblemSpec const& specIn) {
             }
         }
     }
+    if (spec.structured && spec.mode == Mode::kLlm && !fp8) structureScores(p, rng);
     return p;
 }
 

@@ -102,10 +102,15 @@ harness::ProblemSpec skipSpec(Mode mode, float skip) {
     return c.spec;
 }
 
-// Skip-softmax runs in the portable family, so the dense run it must match is forced there too.
-TEST(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
+// Skip-softmax in each family (the Hopper family's skip variant on sm_90, the portable one
+// forced), against the dense run of the same family.
+class SkipSoftmax : public ::testing::TestWithParam<bool> {};
+
+// A factor so small that no tile can qualify runs the skip path but must not move a bit; on
+// the Hopper family the kernel's counters show tiles visited and none skipped.
+TEST_P(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
     FMHA_REQUIRE_GPU();
-    ScopedFamily const family(/*portable=*/true);
+    ScopedFamily const family(/*portable=*/GetParam());
     for (Mode mode : {Mode::kLlm, Mode::kPaged}) {
         harness::ProblemSpec dense = skipSpec(mode, 0.0F);
         dense.seed ^= runSeed();
@@ -113,32 +118,55 @@ TEST(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
         harness::GpuResult a, b;
         std::string err;
         ASSERT_TRUE(harness::runGpu(p, &a, &err)) << err;
-        // A factor so small that no tile can qualify runs the skip path but must not move a bit.
         harness::HostProblem q = p;
         q.spec.skip = 1e-30F;
+        ScopedSkipStats const stats;
+        ASSERT_TRUE(stats.ok());
         ASSERT_TRUE(harness::runGpu(q, &b, &err)) << err;
         ASSERT_EQ(a.o.size(), b.o.size());
         EXPECT_EQ(std::memcmp(a.o.data(), b.o.data(), a.o.size() * 2), 0);
         EXPECT_EQ(std::memcmp(a.lse.data(), b.lse.data(), a.lse.size() * 4), 0);
-        EXPECT_EQ(a.family, "sm80");
-        EXPECT_EQ(b.family, "sm80");
+        EXPECT_EQ(a.family, b.family);
+        unsigned long long visited = 0, skipped = 0;
+        ASSERT_TRUE(stats.read(&visited, &skipped));
+        if (b.family == "sm90") {
+            EXPECT_GT(visited, 0U);
+            EXPECT_EQ(skipped, 0U);
+        } else {
+            EXPECT_EQ(visited, 0U) << "only the Hopper family counts";
+        }
     }
 }
 
-TEST(SkipSoftmax, SmallFactorWithinDocumentedBound) {
+// Documented bound: |O_skip - O_dense| <= 2 * S * max|V| on top of the dense budget, on a
+// problem built to skip (the Hopper family's counters show skipped tiles).
+TEST_P(SkipSoftmax, SmallFactorWithinDocumentedBound) {
     FMHA_REQUIRE_GPU();
+    ScopedFamily const family(/*portable=*/GetParam());
     for (Mode mode : {Mode::kLlm, Mode::kPaged}) {
         float const S = 0.05F;
         harness::ProblemSpec spec = skipSpec(mode, S);
-        // Documented bound: |O_skip - O_dense| <= 2 * S * max|V| on top of the dense budget.
+        ScopedSkipStats const stats;
+        ASSERT_TRUE(stats.ok());
         harness::GpuResult const skipped = checkAgainstReference(spec, 2.0 * S * spec.valueRange);
+        unsigned long long visited = 0, skippedTiles = 0;
+        ASSERT_TRUE(stats.read(&visited, &skippedTiles));
         harness::ProblemSpec dense = spec;
         dense.skip = 0.0F;
         harness::GpuResult const full = checkAgainstReference(dense);
+        EXPECT_EQ(skipped.family, full.family);
         EXPECT_NE(std::memcmp(skipped.o.data(), full.o.data(), full.o.size() * 2), 0)
             << "skip-softmax skipped nothing on a problem built to skip";
+        if (skipped.family == "sm90") {
+            EXPECT_GT(skippedTiles, 0U);
+            EXPECT_LT(skippedTiles, visited);
+        }
     }
 }
+INSTANTIATE_TEST_SUITE_P(Families, SkipSoftmax, ::testing::Values(false, true),
+                         [](::testing::TestParamInfo<bool> const& info) {
+                             return std::string(info.param ? "portable" : "default");
+                         });
 
 // Random lengths, including zero-length sequences, many times over.
 TEST(Randomised, RaggedAndVitShapes) {

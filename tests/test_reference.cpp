@@ -2,7 +2,9 @@
 // dense formula on the whole test matrix and every edge case; skip-softmax semantics.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -175,6 +177,63 @@ TEST(ReferenceSkipSoftmax, SmallFactorStaysWithinTheBound) {
     // Dropped probability mass per row is at most Lk * lambda = S of the kept mass.
     EXPECT_LE(maxErr, 2.0 * S * p.spec.valueRange);
     EXPECT_GT(maxErr, 0.0);
+}
+
+// The skip-softmax benchmark's structured inputs: a query's largest score lies in its own
+// segment of 1024 positions, whose mean score is well above the previous segment's; the
+// heavy-hitter keys (the first 64, in the previous segment here) score well above the rest of
+// that segment; the reference skips some tiles at a moderate factor, none at a negligible one.
+TEST(StructuredScores, SegmentsAndHeavyHitters) {
+    harness::ProblemSpec s;
+    s.mode = Mode::kLlm;
+    s.numQHeads = 2;
+    s.numKVHeads = 1;
+    s.headDim = 128;
+    s.lq = {512};
+    s.lk = {2048};
+    s.structured = true;
+    s.seed = 3 ^ runSeed();
+    harness::HostProblem const p = harness::makeProblem(s);
+    int32_t const D = s.headDim, lq = s.lq[0], lk = s.lk[0];
+    auto elem = [](std::vector<uint8_t> const& buf, int64_t i) {
+        uint16_t h;
+        std::memcpy(&h, buf.data() + 2 * i, 2);
+        return num::halfToFloat(h);
+    };
+    auto score = [&](int32_t i, int32_t h, int32_t j) {  // K of KV head 0
+        double dot = 0;
+        for (int32_t d = 0; d < D; ++d)
+            dot += static_cast<double>(elem(p.q, (int64_t{i} * s.numQHeads + h) * D + d)) * elem(p.k, int64_t{j} * D + d);
+        return dot;
+    };
+    for (int32_t i : {0, lq / 2, lq - 1})
+        for (int32_t h = 0; h < s.numQHeads; ++h) {
+            int32_t const diag = i + lk - lq;  // the query's own key (bottom-right causal): segment 1
+            double best = -1e30, own = 0, prev = 0, heavy = 0;
+            int32_t bestKey = -1;
+            for (int32_t j = 0; j <= diag; ++j) {
+                double const x = score(i, h, j);
+                if (x > best) best = x, bestKey = j;
+                if (j >= 1024) own += x / (diag - 1023);
+                else if (j >= 64) prev += x / 960;
+                else heavy += x / 64;
+            }
+            EXPECT_GE(bestKey, 1024) << "row " << i << ": the largest score is at key " << bestKey;
+            EXPECT_GT(own, prev + 100.0) << "row " << i;    // about 189 against 66
+            EXPECT_GT(heavy, prev + 60.0) << "row " << i;   // about 166 against 66
+            EXPECT_GT(own, heavy) << "row " << i;
+        }
+    for (float S : {1e-30F, 64.0F}) {
+        harness::HostProblem q = p;
+        q.spec.skip = S;
+        ref::Result r;
+        std::string err;
+        ASSERT_TRUE(harness::runReference(q, {}, &r, &err)) << err;
+        if (S < 1.0F)
+            EXPECT_EQ(r.skippedTiles, 0);
+        else
+            EXPECT_GT(r.skippedTiles, 0);
+    }
 }
 
 }  // namespace

@@ -24,7 +24,7 @@
 
 namespace fmha::sm90 {
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
 __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm90(FmhaParams const p,
                                                                                      __grid_constant__ TmaDescs const tma) {
     using Tile = TileSm90<kHeadDim>;
@@ -87,9 +87,13 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
     softmax.init();
     if (!mask.empty()) {
         uint32_t const sQAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sQ)) + cwg * 64 * 128;
-        ConsumerSm90<ET, Tile> const consumer{p, seq, mask, pipe, sQAddr, static_cast<uint32_t>(__cvta_generic_to_shared(sK)),
-                                              static_cast<uint32_t>(__cvta_generic_to_shared(sV)), warpRow0 + g, t,
-                                              lane == 0, cwg};
+        // Skip-softmax: log2(lambda), lambda = S / Lk; 0 (never skip) where lambda >= 1.
+        float const skipLog2 = kSkip && p.skipFactor > 0.0F && p.skipFactor < static_cast<float>(seq.lk)
+                                   ? log2f(p.skipFactor / static_cast<float>(seq.lk))
+                                   : 0.0F;
+        ConsumerSm90<ET, Tile, kSkip> const consumer{p, seq, mask, pipe, sQAddr, static_cast<uint32_t>(__cvta_generic_to_shared(sK)),
+                                                     static_cast<uint32_t>(__cvta_generic_to_shared(sV)), warpRow0 + g, t,
+                                                     lane == 0, cwg, skipLog2};
         consumer.run(o, softmax);
     }
 

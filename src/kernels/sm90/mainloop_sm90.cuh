@@ -273,9 +273,27 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     cute::cp_async_wait<0>();  // no copy outlives its thread
 }
 
+// True in every thread of a consumer warpgroup when v holds in all its 128 threads (a named
+// barrier's reduction, barrier id per warpgroup).
+__device__ inline bool warpgroupAll(bool v, int barrier) {
+    uint32_t all;
+    asm volatile(
+        "{\n\t.reg .pred p, q;\n\t"
+        "setp.ne.u32 p, %1, 0;\n\t"
+        "bar.red.and.pred q, %2, 128, p;\n\t"
+        "selp.u32 %0, 1, 0, q;\n\t}"
+        : "=r"(all)
+        : "r"(static_cast<uint32_t>(v)), "r"(barrier)
+        : "memory");
+    return all != 0;
+}
+
 // Consumer warpgroup: every tile of the visit order through the two GEMMs and the online
-// softmax, accumulating this warpgroup's 64 rows of O.
-template <class ET, class Tile>
+// softmax, accumulating this warpgroup's 64 rows of O. kSkip: skip-softmax
+// (docs/SEMANTICS.md): a tile whose scores are negligible for every row of the warpgroup
+// skips its exponentials, its row sums and its P.V product; its V stage is waited for and
+// released unread.
+template <class ET, class Tile, bool kSkip = false>
 struct ConsumerSm90 {
     using T = typename ET::Compute;
     using Mask = MaskPolicy<Tile::kBlockN>;
@@ -291,6 +309,7 @@ struct ConsumerSm90 {
     int t;                // lane position in its quad
     bool leadLane;        // lane 0: arrives for its warp
     int wg;               // consumer warpgroup, 0 or 1
+    float skipLog2;       // kSkip: log2(lambda); 0 where the sequence skips nothing (lambda >= 1)
 
     // Ping-pong: the two warpgroups take turns issuing their GEMMs, so that the tensor cores
     // run one warpgroup's GEMMs while the other does its softmax. Each issue section waits
@@ -317,11 +336,13 @@ struct ConsumerSm90 {
     __device__ uint32_t stage(uint32_t base, int i) const { return base + (i % kStages) * Tile::kBytesKV; }
 
     // Masks tile n's scores and folds them into the running softmax: s becomes the tile's
-    // unnormalised probabilities; rescale: the factor for O's rows.
-    // rm: the mask rows of this thread's two query rows.
+    // unnormalised probabilities; rescale: the factor for O's rows. Returns true (the same in
+    // the whole warpgroup, kSkip only) where the tile is skipped instead: s, rescale and the
+    // softmax state are then left as they are.
+    // rm: the mask rows of this thread's two query rows; live: which of them are real rows.
     template <bool kMasked>
-    __device__ void softmaxStep(float (&s)[kBlockN / 2], int n, typename Mask::Row const (&rm)[2],
-                                OnlineSoftmax<2>& softmax, float (&rescale)[2]) const {
+    __device__ bool softmaxStep(float (&s)[kBlockN / 2], int n, typename Mask::Row const (&rm)[2],
+                                bool const (&live)[2], OnlineSoftmax<2>& softmax, float (&rescale)[2]) const {
         if constexpr (kMasked) {
 #pragma unroll
             for (int r = 0; r < 2; ++r)
@@ -335,11 +356,21 @@ struct ConsumerSm90 {
             for (int e = 0; e < 4; ++e) sr[e / 2][nt * 2 + (e & 1)] = s[nt * 4 + e];
         float tileMax[2];
         OnlineSoftmax<2>::tileMax(sr, tileMax);
+        if constexpr (kSkip) {
+            if (skipLog2 < 0.0F) {  // uniform in the CTA
+                bool mine = true;
+#pragma unroll
+                for (int r = 0; r < 2; ++r)
+                    mine = mine && (!live[r] || softmax.rowNegligible(r, tileMax[r], p.scaleLog2, skipLog2));
+                if (warpgroupAll(mine, Tile::kBarrierSkip0 + wg)) return true;
+            }
+        }
         softmax.update(sr, tileMax, p.scaleLog2, rescale);
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
             for (int e = 0; e < 4; ++e) s[nt * 4 + e] = sr[e / 2][nt * 2 + (e & 1)];
+        return false;
     }
 
     // P in the A-fragment layout of the P.V wgmma: k-step kk covers key groups 2kk, 2kk+1.
@@ -356,25 +387,35 @@ struct ConsumerSm90 {
 
     // One step: Q.K^T of tile i and P.V of tile i-1 on the tensor cores while the
     // warpgroup waits for the first, then tile i's softmax while the second runs.
+    // skipped: in, whether tile i-1 was skipped (no P.V for it); out, whether tile i is.
     template <bool kMasked>
-    __device__ void step(int i, int nLast, typename Mask::Row const (&rm)[2], uint32_t (&pa)[kBlockN / 16][4],
-                         float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax) const {
+    __device__ void step(int i, int nLast, typename Mask::Row const (&rm)[2], bool const (&live)[2],
+                         uint32_t (&pa)[kBlockN / 16][4], float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax,
+                         bool& skipped) const {
         float s[kBlockN / 2];
         float rescale[2];
         waitFull(kK, i);
         turnBegin();
         issueQK<T, kHeadDim, kBlockN, Tile::kBlockM>(sQ, stage(sK, i), s);
         waitFull(kV, i - 1);
-        issuePV<T, kHeadDim, kBlockN>(pa, stage(sV, i - 1), o);
+        bool const pv = !kSkip || !skipped;
+        if (pv) issuePV<T, kHeadDim, kBlockN>(pa, stage(sV, i - 1), o);
         turnEnd(false);
-        cute::warpgroup_wait<1>();  // Q.K^T done; P.V still reads pa and writes o
+        if (pv)
+            cute::warpgroup_wait<1>();  // Q.K^T done; P.V still reads pa and writes o
+        else
+            cute::warpgroup_wait<0>();
         fenceOperands(s);
         release(kK, i);
-        softmaxStep<kMasked>(s, nLast - i, rm, softmax, rescale);
+        [[maybe_unused]] bool const skip = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale);
         cute::warpgroup_wait<0>();
         fenceOperands(o);
         fenceOperands(pa);  // pa stays live (unreused) until the P.V that reads it is done
         release(kV, i - 1);
+        if constexpr (kSkip) {
+            skipped = skip;
+            if (skip) return;  // o and pa stay; the next step issues no P.V for this tile
+        }
 #pragma unroll
         for (int nt = 0; nt < kHeadDim / 8; ++nt) {
             o[nt * 4 + 0] *= rescale[0];
@@ -394,10 +435,15 @@ struct ConsumerSm90 {
         // The mask of this thread's two rows, read once (rows past the sequence see nothing).
         PackedRows const packed(p);
         typename Mask::Row rm[2];
+        bool live[2];
 #pragma unroll
-        for (int r = 0; r < 2; ++r)
-            rm[r] = row0 + 8 * r < packed.count(seq.rows) ? mask.row(packed.query(row0 + 8 * r)) : Mask::none();
+        for (int r = 0; r < 2; ++r) {
+            live[r] = row0 + 8 * r < packed.count(seq.rows);
+            rm[r] = live[r] ? mask.row(packed.query(row0 + 8 * r)) : Mask::none();
+        }
         uint32_t pa[kBlockN / 16][4];
+        bool skipped = false;  // kSkip: the last tile visited was skipped
+        [[maybe_unused]] int nSkipped = 0;
         {
             float s[kBlockN / 2];
             float rescale[2];
@@ -410,25 +456,44 @@ struct ConsumerSm90 {
             cute::warpgroup_wait<0>();
             fenceOperands(s);
             release(kK, 0);
-            softmaxStep<true>(s, nLast, rm, softmax, rescale);  // O is still zero
-            packP(s, pa);
+            // O is still zero. Skipped only where the warpgroup holds no real row: a real
+            // row's first tile holds its maximum.
+            skipped = softmaxStep<true>(s, nLast, rm, live, softmax, rescale);
+            if (!skipped) packP(s, pa);
+            if constexpr (kSkip) nSkipped += skipped;
         }
         // Masked tiles (the causal diagonal, the ragged end) come first in the visit order,
         // then the unmasked run without mask code, then the masked window edge.
         int i = 1;
 #pragma unroll 1
-        for (; i < firstUnmasked; ++i) step<true>(i, nLast, rm, pa, o, softmax);
+        for (; i < firstUnmasked; ++i) {
+            step<true>(i, nLast, rm, live, pa, o, softmax, skipped);
+            if constexpr (kSkip) nSkipped += skipped;
+        }
 #pragma unroll 1
-        for (; i < endUnmasked; ++i) step<false>(i, nLast, rm, pa, o, softmax);
+        for (; i < endUnmasked; ++i) {
+            step<false>(i, nLast, rm, live, pa, o, softmax, skipped);
+            if constexpr (kSkip) nSkipped += skipped;
+        }
 #pragma unroll 1
-        for (; i < nTiles; ++i) step<true>(i, nLast, rm, pa, o, softmax);
+        for (; i < nTiles; ++i) {
+            step<true>(i, nLast, rm, live, pa, o, softmax, skipped);
+            if constexpr (kSkip) nSkipped += skipped;
+        }
         waitFull(kV, nTiles - 1);
         turnBegin();
-        issuePV<T, kHeadDim, kBlockN>(pa, stage(sV, nTiles - 1), o);
+        if (!kSkip || !skipped) issuePV<T, kHeadDim, kBlockN>(pa, stage(sV, nTiles - 1), o);
         turnEnd(true);
         cute::warpgroup_wait<0>();
         fenceOperands(o);
         release(kV, nTiles - 1);
+        if constexpr (kSkip) {
+            // One thread a warpgroup adds its visited and skipped steps (tests and the benchmark).
+            if (p.skipStats != nullptr && threadIdx.x % 128 == 0) {
+                atomicAdd(&p.skipStats[0], static_cast<unsigned long long>(nTiles));
+                atomicAdd(&p.skipStats[1], static_cast<unsigned long long>(nSkipped));
+            }
+        }
     }
 };
 

@@ -26,13 +26,14 @@ struct TileSm90 {
     static constexpr int kProducerRegs = kHeadDim == 256 ? 24 : 40;
     static constexpr int kConsumerRegs = kHeadDim == 256 ? 240 : 232;
     // Ping-pong scheduling of the two consumer warpgroups (named barriers 2 and 3; 0 is
-    // __syncthreads, 1 the consumers' meeting before the epilogue).
+    // __syncthreads, 1 the consumers' meeting before the epilogue, 4 and 5 skip-softmax's votes).
 #ifndef FMHA_SM90_PINGPONG
 #define FMHA_SM90_PINGPONG 1
 #endif
     static constexpr bool kPingPong = FMHA_SM90_PINGPONG != 0;
     static constexpr int kBarrierConsumers = 1;
     static constexpr int kBarrierTurn0 = 2;
+    static constexpr int kBarrierSkip0 = 4;  // skip-softmax's vote of each consumer warpgroup (4, 5)
     // Shared memory in 128-byte swizzled rows: 64 columns per block, blocks of rows x 128 B.
     static constexpr int kBytesQ = kBlockM * kHeadDim * 2;
     static constexpr int kBytesKV = kBlockN * kHeadDim * 2;
