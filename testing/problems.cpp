@@ -251,6 +251,13 @@ HostProblem makeProblem(ProblemSpec const& specIn) {
     return p;
 }
 
+ref::Options lowpOptions(HostProblem const& p, std::string const& family) {
+    ref::Options o;
+    o.roundP = true;
+    if (family == "sm90" && p.spec.dtype == DataType::kFP8) o.pE4m3Scale = sm90::TileSm90<128, 1>::kPScale;
+    return o;
+}
+
 bool gpuAvailable(std::string* why) {
     int n = 0;
     cudaError_t err = cudaGetDeviceCount(&n);

@@ -82,6 +82,11 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
 
 bool runReference(HostProblem const& p, ref::Options const& opt, ref::Result* out, std::string* error);
 
+// The options of the reference "of the kernel's precision" (P rounded as the family that ran
+// rounds it: to the 16-bit type, or for the Hopper family's FP8 to E4M3 after its scale), the
+// lowp reference compare() takes.
+ref::Options lowpOptions(HostProblem const& p, std::string const& family);
+
 struct Verdict {
     bool pass = false;
     double maxErr = 0.0, meanErr = 0.0;  // kernel vs float64 reference

@@ -36,12 +36,12 @@ uint64_t runSeed() {
         if (!harness::gpuAvailable(&why_)) GTEST_SKIP() << why_;      \
     } while (0)
 
-// The two references a GPU result is judged against: exact, and with P rounded to the input
-// type (the same-precision error the budget scales).
-bool references(harness::HostProblem const& p, ref::Result* exact, ref::Result* lowp, std::string* err) {
-    ref::Options lowpOpt;
-    lowpOpt.roundP = true;
-    return harness::runReference(p, {}, exact, err) && harness::runReference(p, lowpOpt, lowp, err);
+// The two references a GPU result of the family that ran is judged against: exact, and with
+// P rounded as that family rounds it (the same-precision error the budget scales).
+bool references(harness::HostProblem const& p, std::string const& family, ref::Result* exact, ref::Result* lowp,
+                std::string* err) {
+    return harness::runReference(p, {}, exact, err) &&
+           harness::runReference(p, harness::lowpOptions(p, family), lowp, err);
 }
 
 // Runs spec on the GPU and checks it against the reference; returns the GPU output.
@@ -53,7 +53,7 @@ harness::GpuResult checkAgainstReference(harness::ProblemSpec spec, double extra
     EXPECT_TRUE(harness::runGpu(p, &gpu, &err)) << err;
     if (!err.empty()) return gpu;
     ref::Result exact, lowp;
-    EXPECT_TRUE(references(p, &exact, &lowp, &err)) << err;
+    EXPECT_TRUE(references(p, gpu.family, &exact, &lowp, &err)) << err;
     harness::Verdict const v = harness::compare(p, gpu, exact, lowp, extraBound);
     EXPECT_TRUE(v.pass) << p.describe() << " seed " << spec.seed << ": " << v.detail;
     return gpu;
@@ -212,14 +212,13 @@ TEST(Large, CacheOffsetsPastInt32) {
         c.spec.seed ^= runSeed();
         harness::HostProblem const p = harness::makeProblem(c.spec);
         ASSERT_GE(int64_t{2} * 8 * p.shape.kvCacheCapacity * 128, int64_t{1} << 31);
-        ref::Result exact, lowp;
         std::string err;
-        ASSERT_TRUE(references(p, &exact, &lowp, &err)) << err;
         for (bool portable : {false, true}) {
-            if (portable && t == DataType::kFP8) continue;  // FP8 runs portable either way
             family.set(portable);
             harness::GpuResult gpu;
             ASSERT_TRUE(harness::runGpu(p, &gpu, &err)) << err;
+            ref::Result exact, lowp;
+            ASSERT_TRUE(references(p, gpu.family, &exact, &lowp, &err)) << err;
             harness::Verdict const v = harness::compare(p, gpu, exact, lowp);
             EXPECT_TRUE(v.pass) << p.describe() << " [" << gpu.family << "]: " << v.detail;
         }
@@ -393,7 +392,7 @@ TEST(ErrorPaths, PendingErrorIsNeitherConsumedNorBlamed) {
         EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation) << "the caller's pending error was consumed";
         EXPECT_EQ(cudaGetLastError(), cudaSuccess);
         ref::Result exact, lowp;
-        ASSERT_TRUE(references(p, &exact, &lowp, &err)) << err;
+        ASSERT_TRUE(references(p, gpu.family, &exact, &lowp, &err)) << err;
         harness::Verdict const v = harness::compare(p, gpu, exact, lowp);
         EXPECT_TRUE(v.pass) << v.detail;
     }
@@ -487,10 +486,11 @@ TEST_P(Families, HopperMatchesPortable) {
     }
     EXPECT_EQ(portable.family, "sm80");
     if (fast.family != "sm90") GTEST_SKIP() << "the Hopper family does not run here (" << fast.family << ")";
-    ref::Result exact, lowp;
-    ASSERT_TRUE(references(p, &exact, &lowp, &err)) << err;
-    harness::Verdict const vf = harness::compare(p, fast, exact, lowp);
-    harness::Verdict const vp = harness::compare(p, portable, exact, lowp);
+    ref::Result exact, lowpFast, lowpPortable;
+    ASSERT_TRUE(references(p, fast.family, &exact, &lowpFast, &err)) << err;
+    ASSERT_TRUE(references(p, portable.family, &exact, &lowpPortable, &err)) << err;
+    harness::Verdict const vf = harness::compare(p, fast, exact, lowpFast);
+    harness::Verdict const vp = harness::compare(p, portable, exact, lowpPortable);
     EXPECT_TRUE(vf.pass) << p.describe() << ": " << vf.detail;
     EXPECT_TRUE(vp.pass) << p.describe() << ": " << vp.detail;
     bool const bf16 = p.spec.dtype == DataType::kBF16;

@@ -125,6 +125,33 @@ std::string caseName(::testing::TestParamInfo<Case> const& info) { return info.p
 INSTANTIATE_TEST_SUITE_P(Matrix, ReferenceVsNaive, ::testing::ValuesIn(matrixCases(0.5)), caseName);
 INSTANTIATE_TEST_SUITE_P(Edge, ReferenceVsNaive, ::testing::ValuesIn(edgeCases(0.5)), caseName);
 
+// The lowp reference of the Hopper family's FP8 (P * 256 rounded to E4M3): chosen for that
+// family and dtype only, it moves the result more than FP16 rounding of P does, but within a
+// few percent of the values' range.
+TEST(Reference, HopperFp8LowpRoundsPToE4m3) {
+    Case c = edge("fp8lowp", Mode::kLlm, 128, {64}, {500}, 4, 2);
+    c.spec.dtype = DataType::kFP8;
+    c.spec.seed ^= runSeed();
+    harness::HostProblem const p = harness::makeProblem(c.spec);
+    EXPECT_GT(harness::lowpOptions(p, "sm90").pE4m3Scale, 0.0F);
+    EXPECT_EQ(harness::lowpOptions(p, "sm80").pE4m3Scale, 0.0F);
+    harness::HostProblem q = p;
+    q.spec.dtype = DataType::kHALF;
+    EXPECT_EQ(harness::lowpOptions(q, "sm90").pE4m3Scale, 0.0F);
+    ref::Result exact, half, e4m3;
+    std::string err;
+    ASSERT_TRUE(harness::runReference(p, {}, &exact, &err)) << err;
+    ASSERT_TRUE(harness::runReference(p, harness::lowpOptions(p, "sm80"), &half, &err)) << err;
+    ASSERT_TRUE(harness::runReference(p, harness::lowpOptions(p, "sm90"), &e4m3, &err)) << err;
+    double errHalf = 0, errE4m3 = 0;
+    for (size_t i = 0; i < exact.o.size(); ++i) {
+        errHalf = std::max(errHalf, std::fabs(half.o[i] - exact.o[i]));
+        errE4m3 = std::max(errE4m3, std::fabs(e4m3.o[i] - exact.o[i]));
+    }
+    EXPECT_GT(errE4m3, 2.0 * errHalf);
+    EXPECT_LT(errE4m3, 0.05 * c.spec.valueRange);
+}
+
 // A row that sees no key writes zeros and LSE -inf (causal with Lk < Lq).
 TEST(Reference, EmptyRowsAreZeroWithMinusInfLse) {
     Case c = edge("empty", Mode::kLlm, 64, {50}, {10});

@@ -337,8 +337,7 @@ int cmdRun(Flags& f) {
         ProblemSpec spec;
         if (!buildSpec(mode, cpu, f, &spec)) return 2;
         HostProblem const p = harness::makeProblem(spec);
-        ref::Options exactOpt, lowpOpt;
-        lowpOpt.roundP = true;
+        ref::Options exactOpt;
         ref::Result exact, lowp;
         std::string err;
         auto t0 = std::chrono::steady_clock::now();
@@ -358,9 +357,9 @@ int cmdRun(Flags& f) {
             verdict = ok ? "PASS" : "FAIL";
             if (spec.skip != 0.0F) detail = " (skip-softmax is a GPU feature; use --device gpu)";
         } else if (ok) {
-            ok = harness::runReference(p, lowpOpt, &lowp, &err);
             harness::GpuResult gpu;
-            if (ok) ok = harness::runGpu(p, &gpu, &err, 10);
+            ok = harness::runGpu(p, &gpu, &err, 10);
+            if (ok) ok = harness::runReference(p, harness::lowpOptions(p, gpu.family), &lowp, &err);
             if (ok) {
                 double extra = 0;
                 if (spec.skip > 0) extra = 2.0 * spec.skip * spec.valueRange;

@@ -32,15 +32,19 @@ SM80_COMPACT_DIMS = [128, 256, 512]
 # the element types skip-softmax takes (FP16).
 SM90_ELEMENTS = ["kFp16", "kBf16"]
 SM90_SKIP_ELEMENTS = ["kFp16"]
+# FP8 E4M3 in the Hopper family: the kernel head dims it has (API head dims whose FP8 rows are
+# whole 16-byte chunks run there: 80, 96, 128).
+SM90_FP8_DIMS = [128]
 SM90_HEAD_DIMS = sorted({h for _, _, h, _ in HEAD_DIMS if h})
 # Kernel head dims that only paged-mode API head dims reach: no contiguous-KV instance.
 PAGED_ONLY_DIMS = {p for _, p, _, paged in HEAD_DIMS if paged} - {p for _, p, _, paged in HEAD_DIMS if not paged}
 ADDRESSING = ["kStrided", "kPaged"]
 
 
-def instances(elements, dims, compact_dims=()):
+def instances(elements, dims, compact_dims=(), dims_of=None):
+    """dims_of: element -> its head dims, where they differ from dims."""
     for elem in elements:
-        for dim in dims:
+        for dim in (dims_of or {}).get(elem, dims):
             for kv in ADDRESSING:
                 if dim in PAGED_ONLY_DIMS and kv != "kPaged":
                     continue
@@ -53,13 +57,13 @@ def write_if_changed(path, text):
         path.write_text(text)
 
 
-def family(out, arch, elements, dims, compact_dims=(), skip_elements=()):
+def family(out, arch, elements, dims, compact_dims=(), skip_elements=(), dims_of=None):
     """compact_dims (sm80): the head dims with a compact configuration too; skip_elements
     (sm90): the element types with a skip-softmax variant too. Either is the instance's
     fourth template argument (sm90: always written)."""
     names = []
     listed = []
-    for elem, dim, kv, compact in instances(elements, dims, compact_dims):
+    for elem, dim, kv, compact in instances(elements, dims, compact_dims, dims_of):
         variants = [(compact, "_compact" if compact else "")] if arch == "sm80" else \
             [(False, "")] + ([(True, "_skip")] if elem in skip_elements else [])
         for flag, suffix in variants:
@@ -108,8 +112,8 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     support_table(out)
     family(out, "sm80", SM80_ELEMENTS, SM80_HEAD_DIMS, SM80_COMPACT_DIMS)
-    family(out, "sm90", SM90_ELEMENTS if "--sm90" in sys.argv else [], SM90_HEAD_DIMS,
-           skip_elements=SM90_SKIP_ELEMENTS)
+    family(out, "sm90", SM90_ELEMENTS + ["kFp8"] if "--sm90" in sys.argv else [], SM90_HEAD_DIMS,
+           skip_elements=SM90_SKIP_ELEMENTS, dims_of={"kFp8": SM90_FP8_DIMS})
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include <cute/arch/mma_sm90_desc.hpp>
@@ -66,6 +67,12 @@ FMHA_GMMA_OPS(__nv_bfloat16, BF16, 64)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 128)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 256)
 #undef FMHA_GMMA_OPS
+// FP8 E4M3: both operands K-major (TN), 32 keys or head-dim columns a k-step.
+template <>
+struct GmmaOps<__nv_fp8_e4m3, 128> {
+    using SS = gmma::MMA_64x128x32_F32E4M3E4M3_SS_TN<>;
+    using RS = gmma::MMA_64x128x32_F32E4M3E4M3_RS_TN<>;
+};
 
 template <class Op, int N, size_t... I>
 __device__ inline void ss(uint64_t da, uint64_t db, float (&d)[N], gmma::ScaleOut scale, std::index_sequence<I...>) {
@@ -93,14 +100,14 @@ __device__ inline void fenceOperands(uint32_t (&a)[N][4]) {
 
 // Issues S[64 x kBlockN] = Q[warpgroup's 64 rows] . K^T as one wgmma group (no wait).
 // sQ: this warpgroup's first Q row inside a kRowsQ-row swizzled tile; sK: a kBlockN-row
-// swizzled tile.
+// swizzled tile. A k-step reads 32 bytes of each row (16 16-bit or 32 FP8 columns).
 template <class T, int kHeadDim, int kBlockN, int kRowsQ>
 __device__ inline void issueQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2]) {
     using Op = typename GmmaOps<T, kBlockN>::SS;
     fenceOperands(s);
     cute::warpgroup_arrive();
 #pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+    for (int kk = 0; kk < kHeadDim * static_cast<int>(sizeof(T)) / 32; ++kk) {
         // k-step kk: column block kk/4, 32 bytes further per step inside the 128-byte row.
         uint32_t const colOffQ = (kk / 4) * (kRowsQ * 128) + (kk % 4) * 32;
         uint32_t const colOffK = (kk / 4) * (kBlockN * 128) + (kk % 4) * 32;
@@ -123,6 +130,58 @@ __device__ inline void issuePV(uint32_t (&p)[kBlockN / 16][4], uint32_t sV, floa
     for (int kk = 0; kk < kBlockN / 16; ++kk)  // 16 keys = two 8-row groups, 2 KB further
         rs<Op>(p[kk], sw128Desc(sV + kk * 2048, kBlockN * 128), o, std::make_index_sequence<kHeadDim / 2>{});
     cute::warpgroup_commit_batch();
+}
+
+// FP8: O[64 x kHeadDim] += P[64 x kBlockN] . V as one wgmma group (no wait), P in registers
+// (E4M3 A fragments, keys in the order of permutedKey) and V^T a K-major swizzled tile of
+// kHeadDim rows of kBlockN (= 128) keys, in the same key order.
+template <int kHeadDim, int kBlockN>
+__device__ inline void issuePVFp8(uint32_t (&p)[kBlockN / 32][4], uint32_t sVt, float (&o)[kHeadDim / 2]) {
+    using Op = typename GmmaOps<__nv_fp8_e4m3, kHeadDim>::RS;
+    fenceOperands(p);
+    fenceOperands(o);
+    cute::warpgroup_arrive();
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 32; ++kk)  // 32 keys = 32 bytes further in each V^T row
+        rs<Op>(p[kk], sw128Desc(sVt + kk * 32, 0), o, std::make_index_sequence<kHeadDim / 2>{});
+    cute::warpgroup_commit_batch();
+}
+
+// FP8 P.V: the key that slot k (0..31) of a 32-key k-step holds. An E4M3 A fragment gives
+// lane (g, t) slots 4t..4t+3 and 16+4t..16+4t+3 of rows g and g+8, where the S accumulator
+// gives it keys 8n+2t and 8n+2t+1 of each 8-key group n: slots take those keys in order (two
+// groups per four slots), so that P needs no exchange between lanes, and V^T's columns
+// follow the same order.
+__host__ __device__ constexpr int permutedKey(int k) {
+    return 16 * (k / 16) + 8 * ((k % 4) / 2) + 2 * ((k % 16) / 4) + (k % 2);
+}
+
+// FP8 producer: V^T of one stage from its raw V tile (kBlockN keys of kHeadDim bytes, as
+// loaded), both 128-byte swizzled: V^T row d, slot s of k-step kk holds V[32 kk +
+// permutedKey(s)][d]. Each thread transposes 4 x 4 byte blocks: four keys (two pairs 8 apart)
+// of four columns read as words, byte-permuted, written as four rows' words. tid < 128.
+template <int kHeadDim, int kBlockN>
+__device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, int tid) {
+    static_assert(kHeadDim == 128 && kBlockN == 128, "one 128-byte block per row either way");
+    constexpr int kBlocks = (kHeadDim / 4) * (kBlockN / 4);
+#pragma unroll 2
+    for (int blk = tid; blk < kBlocks; blk += 128) {
+        int const d0 = 4 * (blk % (kHeadDim / 4)), s0 = 4 * (blk / (kHeadDim / 4));
+        int const key0 = 32 * (s0 / 32) + permutedKey(s0 % 32);  // keys key0, +1, +8, +9
+        uint32_t w[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            int const key = key0 + 8 * (j / 2) + (j % 2);
+            w[j] = *reinterpret_cast<uint32_t const*>(raw + swizzledOffset<kBlockN>(key, d0 / 16) + d0 % 16);
+        }
+        uint32_t const lo01 = __byte_perm(w[0], w[1], 0x5140), lo23 = __byte_perm(w[2], w[3], 0x5140);
+        uint32_t const hi01 = __byte_perm(w[0], w[1], 0x7362), hi23 = __byte_perm(w[2], w[3], 0x7362);
+        uint32_t const out[4] = {__byte_perm(lo01, lo23, 0x5410), __byte_perm(lo01, lo23, 0x7632),
+                                 __byte_perm(hi01, hi23, 0x5410), __byte_perm(hi01, hi23, 0x7632)};
+#pragma unroll
+        for (int dd = 0; dd < 4; ++dd)
+            *reinterpret_cast<uint32_t*>(vt + swizzledOffset<kHeadDim>(d0 + dd, s0 / 16) + s0 % 16) = out[dd];
+    }
 }
 
 // The mbarriers of one CTA. Tile i of the visit order uses stage i % kStages in phase
@@ -156,13 +215,20 @@ enum : int { kK = 0, kV = 1 };
 // threads arrive once on the stage's barrier: TMA with one expect-tx arrive and 127 plain
 // ones, cp.async with each thread's arrive firing when its own copies have landed.
 // The tile's rows start at m0 (tile rows; see PackedRows), its query heads at hq.
+// FP8 (Tile::kFp8): the consumers read V^T (sVt, barriers vtBar: kStages "full", then
+// kStages "empty"): the producer transposes each raw V stage once it has landed, one tile
+// behind its loads, and refills a raw stage only after all its threads have read it.
 template <class Elem, class Tile, KvAddressing kKv>
 __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq,
                                     MaskPolicy<Tile::kBlockN> const& mask, int b, int hq, int hkv, int m0,
                                     unsigned char* sQ, unsigned char* sK, unsigned char* sV,
-                                    PipelineSm90<Tile::kStages>& pipe, int ptid) {
+                                    PipelineSm90<Tile::kStages>& pipe, int ptid, unsigned char* sVt = nullptr,
+                                    uint64_t* vtBar = nullptr) {
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kStages = Tile::kStages;
-    constexpr int kChunks = Tile::kDim / 8, kColBlocks = Tile::kDim / 64, kElemBytes = ElemTraits<Elem>::kBytes;
+    constexpr int kChunks = Tile::kRowBytes / 16, kColBlocks = Tile::kRowBytes / 128, kElemBytes = ElemTraits<Elem>::kBytes;
+    constexpr int kBoxCols = 128 / kElemBytes;  // elements of a 128-byte TMA box row
+    // cp.async gathers copy 16-byte chunks as they are (FP8 included: no dequantisation).
+    using CopyElem = std::conditional_t<Tile::kFp8, __half, Elem>;
     constexpr uint64_t kKeep = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_LAST);  // K/V: reread by other tiles
     constexpr uint64_t kOnce = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST);
     int const D = p.headDim, lane = ptid % 32;
@@ -180,7 +246,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             TxBarrier::arrive_and_expect_tx(&pipe.qFull, Tile::kBytesQ);
 #pragma unroll
             for (int cb = 0; cb < kColBlocks; ++cb)
-                cute::SM90_TMA_LOAD_3D::copy(&tma.q, &pipe.qFull, kOnce, sQ + cb * kBlockM * 128, cb * 64, hq,
+                cute::SM90_TMA_LOAD_3D::copy(&tma.q, &pipe.qFull, kOnce, sQ + cb * kBlockM * 128, cb * kBoxCols, hq,
                                              static_cast<int32_t>(seq.qBegin + PackedRows(p).query(m0)));
         } else {
             Barrier::arrive(&pipe.qFull);
@@ -195,7 +261,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             return i < rows ? qBase + packed.offset(i, rowStride, D) * kElemBytes : nullptr;
         };
         auto dstQ = [&](int r, int c) { return sQ + swizzledOffset<kBlockM>(r, c); };
-        loadTile<Elem, kBlockM, kChunks, 128>(qRow, dstQ, 0, D / 8, p.q, ptid);
+        loadTile<CopyElem, kBlockM, kChunks, 128>(qRow, dstQ, 0, D * kElemBytes / 16, p.q, ptid);
         cutlass::arch::cpasync_barrier_arrive_noinc(&pipe.qFull);
     }
 
@@ -206,7 +272,9 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     int const boxRows = kKv == KvAddressing::kPaged ? min(1 << pageLog2, kBlockN) : kBlockN;
     auto load = [&](int which, int i) {
         int const n = mask.nBlockMax - 1 - i, stage = i % kStages;
-        auto waitEmpty = [&] { Barrier::wait(&pipe.empty[which][stage], ((i / kStages) & 1) ^ 1); };
+        auto waitEmpty = [&] {  // FP8 raw V: the producer's own transposes free the stage
+            if (!(Tile::kFp8 && which == kV)) Barrier::wait(&pipe.empty[which][stage], ((i / kStages) & 1) ^ 1);
+        };
         uint64_t* full = &pipe.full[which][stage];
         unsigned char* base = (which == kV ? sV : sK) + stage * Tile::kBytesKV;
         int32_t const j0 = n * kBlockN;
@@ -233,7 +301,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
 #pragma unroll
                     for (int cb = 0; cb < kColBlocks; ++cb)
                         cute::SM90_TMA_LOAD_3D::copy(&tma.k, full, kKeep, base + cb * kBlockN * 128 + ptid * boxRows * 128,
-                                                     cb * 64, hkv, (page << pageLog2) + inPage);
+                                                     cb * kBoxCols, hkv, (page << pageLog2) + inPage);
                 }
                 if (!lead) Barrier::arrive(full);
                 return;
@@ -248,7 +316,8 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                     int32_t const batch = p.kvRowsFromCu ? 0 : b;
 #pragma unroll
                     for (int cb = 0; cb < kColBlocks; ++cb)
-                        cute::SM90_TMA_LOAD_4D::copy(map, full, kKeep, base + cb * kBlockN * 128, cb * 64, row, hkv, batch);
+                        cute::SM90_TMA_LOAD_4D::copy(map, full, kKeep, base + cb * kBlockN * 128, cb * kBoxCols, row, hkv,
+                                                     batch);
                 } else {
                     Barrier::arrive(full);
                 }
@@ -260,16 +329,39 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             return j < seq.lk ? kv.row(which == kV, j) : nullptr;
         };
         auto dst = [&](int r, int c) { return base + swizzledOffset<kBlockN>(r, c); };
-        loadTile<Elem, kBlockN, kChunks, 128>(row, dst, 0, D / 8, p.k, ptid);
+        loadTile<CopyElem, kBlockN, kChunks, 128>(row, dst, 0, D * kElemBytes / 16, p.k, ptid);
         cutlass::arch::cpasync_barrier_arrive_noinc(full);
     };
     int const nTiles = mask.nBlockMax - mask.nBlockMin;
-    load(kK, 0);
-    for (int i = 1; i < nTiles; ++i) {
-        load(kK, i);
-        load(kV, i - 1);
+    if constexpr (Tile::kFp8) {
+        // V^T of tile j: its raw stage has landed and the consumers are done with the V^T
+        // stage; every producer thread's part, then (after all have read the raw stage) the
+        // raw stage may be refilled.
+        auto transpose = [&](int j) {
+            int const stage = j % kStages, phase = (j / kStages) & 1;
+            Barrier::wait(&pipe.full[kV][stage], phase);
+            Barrier::wait(&vtBar[kStages + stage], phase ^ 1);
+            transposeV<Tile::kDim, kBlockN>(sV + stage * Tile::kBytesKV, sVt + stage * Tile::kBytesVt, ptid);
+            cutlass::arch::fence_view_async_shared();  // these writes -> the consumers' wgmma reads
+            Barrier::arrive(&vtBar[stage]);
+            cutlass::arch::NamedBarrier::sync(128, Tile::kBarrierProducer);  // the raw stage is read
+        };
+        load(kK, 0);
+        for (int i = 1; i < nTiles; ++i) {
+            load(kK, i);
+            load(kV, i - 1);
+            if (i >= 2) transpose(i - 2);
+        }
+        load(kV, nTiles - 1);
+        for (int j = nTiles >= 2 ? nTiles - 2 : 0; j < nTiles; ++j) transpose(j);
+    } else {
+        load(kK, 0);
+        for (int i = 1; i < nTiles; ++i) {
+            load(kK, i);
+            load(kV, i - 1);
+        }
+        load(kV, nTiles - 1);
     }
-    load(kV, nTiles - 1);
     cute::cp_async_wait<0>();  // no copy outlives its thread
 }
 
@@ -295,10 +387,12 @@ __device__ inline bool warpgroupAll(bool v, int barrier) {
 // released unread.
 template <class ET, class Tile, bool kSkip = false>
 struct ConsumerSm90 {
-    using T = typename ET::Compute;
+    // FP8: E4M3 operands in both GEMMs (P converted from the softmax, scaled by kPScale).
+    using T = std::conditional_t<Tile::kFp8, __nv_fp8_e4m3, typename ET::Compute>;
     using Mask = MaskPolicy<Tile::kBlockN>;
     static constexpr int kBlockN = Tile::kBlockN, kStages = Tile::kStages, kNT = kBlockN / 8;
     static constexpr int kHeadDim = Tile::kDim;
+    static constexpr int kPSteps = kBlockN * static_cast<int>(sizeof(T)) / 32;  // P.V k-steps (A fragments)
 
     FmhaParams const& p;
     SeqInfo const& seq;
@@ -310,6 +404,8 @@ struct ConsumerSm90 {
     bool leadLane;        // lane 0: arrives for its warp
     int wg;               // consumer warpgroup, 0 or 1
     float skipLog2;       // kSkip: log2(lambda); 0 where the sequence skips nothing (lambda >= 1)
+    uint32_t sVt;         // FP8: the V^T stages
+    uint64_t* vtBar;      // FP8: their barriers (kStages full, then kStages empty)
 
     // Ping-pong: the two warpgroups take turns issuing their GEMMs, so that the tensor cores
     // run one warpgroup's GEMMs while the other does its softmax. Each issue section waits
@@ -326,12 +422,21 @@ struct ConsumerSm90 {
                 cutlass::arch::NamedBarrier::arrive(Tile::kNConsumerThreads, Tile::kBarrierTurn0 + (wg ^ 1));
     }
 
+    // FP8: V means its V^T stage.
     __device__ void waitFull(int which, int i) const {
-        Barrier::wait(&pipe.full[which][i % kStages], (i / kStages) & 1);
+        uint64_t* bar = Tile::kFp8 && which == kV ? &vtBar[i % kStages] : &pipe.full[which][i % kStages];
+        Barrier::wait(bar, (i / kStages) & 1);
         cutlass::arch::fence_view_async_shared();  // cp.async (generic proxy) writes -> wgmma reads
     }
     __device__ void release(int which, int i) const {
-        if (leadLane) Barrier::arrive(&pipe.empty[which][i % kStages]);
+        uint64_t* bar = Tile::kFp8 && which == kV ? &vtBar[kStages + i % kStages] : &pipe.empty[which][i % kStages];
+        if (leadLane) Barrier::arrive(bar);
+    }
+    __device__ void issuePVStage(uint32_t (&pa)[kPSteps][4], int i, float (&o)[kHeadDim / 2]) const {
+        if constexpr (Tile::kFp8)
+            issuePVFp8<kHeadDim, kBlockN>(pa, sVt + (i % kStages) * Tile::kBytesVt, o);
+        else
+            issuePV<T, kHeadDim, kBlockN>(pa, stage(sV, i), o);
     }
     __device__ uint32_t stage(uint32_t base, int i) const { return base + (i % kStages) * Tile::kBytesKV; }
 
@@ -373,16 +478,33 @@ struct ConsumerSm90 {
         return false;
     }
 
-    // P in the A-fragment layout of the P.V wgmma: k-step kk covers key groups 2kk, 2kk+1.
-    __device__ static void packP(float const (&s)[kBlockN / 2], uint32_t (&pa)[kBlockN / 16][4]) {
+    // P in the A-fragment layout of the P.V wgmma: k-step kk covers key groups 2kk, 2kk+1
+    // (16-bit), or 4kk .. 4kk+3 in permutedKey's order, scaled by kPScale (FP8).
+    __device__ static void packP(float const (&s)[kBlockN / 2], uint32_t (&pa)[kPSteps][4]) {
+        if constexpr (Tile::kFp8) {
+            auto e4m3x2 = [](float lo, float hi) {  // lo in the low byte
+                return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(
+                    make_float2(lo * Tile::kPScale, hi * Tile::kPScale), __NV_SATFINITE, __NV_E4M3));
+            };
 #pragma unroll
-        for (int kk = 0; kk < kBlockN / 16; ++kk)
+            for (int kk = 0; kk < kPSteps; ++kk)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                float const* v = s + (2 * kk + h) * 4;
-                pa[kk][2 * h + 0] = ET::pack(v[0], v[1]);
-                pa[kk][2 * h + 1] = ET::pack(v[2], v[3]);
-            }
+                for (int h = 0; h < 2; ++h) {  // groups 4kk + 2h, 4kk + 2h + 1: slots 16h + 4t ..
+                    float const* v0 = s + (4 * kk + 2 * h) * 4;
+                    float const* v1 = v0 + 4;
+                    pa[kk][2 * h + 0] = e4m3x2(v0[0], v0[1]) | (e4m3x2(v1[0], v1[1]) << 16);  // row g
+                    pa[kk][2 * h + 1] = e4m3x2(v0[2], v0[3]) | (e4m3x2(v1[2], v1[3]) << 16);  // row g + 8
+                }
+        } else {
+#pragma unroll
+            for (int kk = 0; kk < kBlockN / 16; ++kk)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    float const* v = s + (2 * kk + h) * 4;
+                    pa[kk][2 * h + 0] = ET::pack(v[0], v[1]);
+                    pa[kk][2 * h + 1] = ET::pack(v[2], v[3]);
+                }
+        }
     }
 
     // One step: Q.K^T of tile i and P.V of tile i-1 on the tensor cores while the
@@ -390,7 +512,7 @@ struct ConsumerSm90 {
     // skipped: in, whether tile i-1 was skipped (no P.V for it); out, whether tile i is.
     template <bool kMasked>
     __device__ void step(int i, int nLast, typename Mask::Row const (&rm)[2], bool const (&live)[2],
-                         uint32_t (&pa)[kBlockN / 16][4], float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax,
+                         uint32_t (&pa)[kPSteps][4], float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax,
                          bool& skipped) const {
         float s[kBlockN / 2];
         float rescale[2];
@@ -399,7 +521,7 @@ struct ConsumerSm90 {
         issueQK<T, kHeadDim, kBlockN, Tile::kBlockM>(sQ, stage(sK, i), s);
         waitFull(kV, i - 1);
         bool const pv = !kSkip || !skipped;
-        if (pv) issuePV<T, kHeadDim, kBlockN>(pa, stage(sV, i - 1), o);
+        if (pv) issuePVStage(pa, i - 1, o);
         turnEnd(false);
         if (pv)
             cute::warpgroup_wait<1>();  // Q.K^T done; P.V still reads pa and writes o
@@ -441,7 +563,7 @@ struct ConsumerSm90 {
             live[r] = row0 + 8 * r < packed.count(seq.rows);
             rm[r] = live[r] ? mask.row(packed.query(row0 + 8 * r)) : Mask::none();
         }
-        uint32_t pa[kBlockN / 16][4];
+        uint32_t pa[kPSteps][4];
         bool skipped = false;  // kSkip: the last tile visited was skipped
         [[maybe_unused]] int nSkipped = 0;
         {
@@ -482,7 +604,7 @@ struct ConsumerSm90 {
         }
         waitFull(kV, nTiles - 1);
         turnBegin();
-        if (!kSkip || !skipped) issuePV<T, kHeadDim, kBlockN>(pa, stage(sV, nTiles - 1), o);
+        if (!kSkip || !skipped) issuePVStage(pa, nTiles - 1, o);
         turnEnd(true);
         cute::warpgroup_wait<0>();
         fenceOperands(o);

@@ -3,10 +3,14 @@
 
 namespace fmha::sm90 {
 
-template <int kHeadDim>
+// kElemBytes: 2 (FP16/BF16) or 1 (FP8 E4M3: D=128 only; wgmma reads both FP8 operands
+// K-major, so V is transposed in shared memory into a stage of its own, kBytesVt).
+template <int kHeadDim, int kElemBytes = 2>
 struct TileSm90 {
     static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "native wgmma head dims");
+    static_assert(kElemBytes == 2 || (kElemBytes == 1 && kHeadDim == 128), "FP8: D=128");
     static constexpr int kDim = kHeadDim;
+    static constexpr bool kFp8 = kElemBytes == 1;
     // One producer warpgroup (TMA, or cp.async gathers, into a K/V mbarrier pipeline) and two
     // consumer warpgroups of 64 query rows each (the wgmma M).
     static constexpr int kNConsumerWarpGroups = 2;
@@ -23,8 +27,10 @@ struct TileSm90 {
     // setmaxnreg: the producer gives registers to the consumers within the SM's 65536
     // (128 * 40 + 256 * 232 = 128 * 24 + 256 * 240 = 64512). D=256 holds 128 O registers
     // a thread and takes the larger share.
-    static constexpr int kProducerRegs = kHeadDim == 256 ? 24 : 40;
-    static constexpr int kConsumerRegs = kHeadDim == 256 ? 240 : 232;
+    // FP8: the producer also transposes V (128 * 56 + 256 * 224 = 64512), and P takes half the
+    // consumer registers of 16-bit P.
+    static constexpr int kProducerRegs = kFp8 ? 56 : kHeadDim == 256 ? 24 : 40;
+    static constexpr int kConsumerRegs = kFp8 ? 224 : kHeadDim == 256 ? 240 : 232;
     // Ping-pong scheduling of the two consumer warpgroups (named barriers 2 and 3; 0 is
     // __syncthreads, 1 the consumers' meeting before the epilogue, 4 and 5 skip-softmax's votes).
 #ifndef FMHA_SM90_PINGPONG
@@ -34,13 +40,24 @@ struct TileSm90 {
     static constexpr int kBarrierConsumers = 1;
     static constexpr int kBarrierTurn0 = 2;
     static constexpr int kBarrierSkip0 = 4;  // skip-softmax's vote of each consumer warpgroup (4, 5)
-    // Shared memory in 128-byte swizzled rows: 64 columns per block, blocks of rows x 128 B.
-    static constexpr int kBytesQ = kBlockM * kHeadDim * 2;
-    static constexpr int kBytesKV = kBlockN * kHeadDim * 2;
-    static constexpr int kSmemBytes = kBytesQ + 2 * kStages * kBytesKV + 1024;  // + alignment slack
+    // Shared memory in 128-byte swizzled rows: 128 bytes of columns per block (64 16-bit or
+    // 128 FP8 elements), blocks of rows x 128 B.
+    static constexpr int kRowBytes = kHeadDim * kElemBytes;
+    static constexpr int kBytesQ = kBlockM * kRowBytes;
+    static constexpr int kBytesKV = kBlockN * kRowBytes;
+    // FP8: V^T of a stage, kHeadDim rows of kBlockN keys (one 128-byte block: kBlockN = 128).
+    static constexpr int kBytesVt = kFp8 ? kHeadDim * kBlockN : 0;
+    static_assert(!kFp8 || kBlockN == 128, "FP8: V^T rows are one 128-byte block");
+    // + the V^T stages' mbarriers (FP8), + alignment slack.
+    static constexpr int kSmemBytes = kBytesQ + 2 * kStages * kBytesKV + kStages * kBytesVt + (kFp8 ? 16 * kStages : 0) + 1024;
     // The epilogue stages O row-major with 16 bytes of padding per row, in the K/V space.
     static constexpr int kStrideO = kHeadDim + 8;
     static_assert(kBlockM * kStrideO * 2 <= 2 * kStages * kBytesKV, "epilogue staging fits");
+    // FP8: P is scaled by kPScale before its conversion to E4M3 (probabilities up to 1 then
+    // use the format's range; E4M3 holds up to 448), and O by 1 / kPScale in the epilogue.
+    static constexpr float kPScale = 256.0F;
+    // FP8: the producer warpgroup's barrier after it has read a raw V stage (named barrier 6).
+    static constexpr int kBarrierProducer = 6;
 };
 
 }  // namespace fmha::sm90
