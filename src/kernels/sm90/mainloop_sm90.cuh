@@ -159,15 +159,18 @@ __host__ __device__ constexpr int permutedKey(int k) {
 // FP8 producer: V^T of one stage from its raw V tile (kBlockN keys of kHeadDim bytes, as
 // loaded), both 128-byte swizzled: V^T row d, slot s of k-step kk holds V[32 kk +
 // permutedKey(s)][d]. Each thread transposes 4 x 4 byte blocks: four keys (two pairs 8 apart)
-// of four columns read as words, byte-permuted, written as four rows' words. tid < 128.
+// of four columns read as words, byte-permuted, written as four rows' words. A warp covers
+// the 128 slots of four V^T rows at a time (lane: 16-byte chunk lane / 4, word lane % 4), so
+// that its writes fall in 32 different banks; each thread keeps its slots. tid < 128.
 template <int kHeadDim, int kBlockN>
 __device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, int tid) {
     static_assert(kHeadDim == 128 && kBlockN == 128, "one 128-byte block per row either way");
-    constexpr int kBlocks = (kHeadDim / 4) * (kBlockN / 4);
+    int const lane = tid % 32, warp = tid / 32;
+    int const s0 = 16 * (lane / 4) + 4 * (lane % 4);
+    int const key0 = 32 * (s0 / 32) + permutedKey(s0 % 32);  // keys key0, +1, +8, +9
 #pragma unroll 2
-    for (int blk = tid; blk < kBlocks; blk += 128) {
-        int const d0 = 4 * (blk % (kHeadDim / 4)), s0 = 4 * (blk / (kHeadDim / 4));
-        int const key0 = 32 * (s0 / 32) + permutedKey(s0 % 32);  // keys key0, +1, +8, +9
+    for (int it = 0; it < kHeadDim / 16; ++it) {
+        int const d0 = 4 * (warp + 4 * it);
         uint32_t w[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
