@@ -87,7 +87,7 @@ std::string HostProblem::describe() const {
 
 namespace {
 
-// Rewrites an LLM problem's Q and K (makeProblem's spec.structured). The keys fall into
+// Rewrites an LLM or paged problem's Q and K (makeProblem's spec.structured). The keys fall into
 // segments of kSegment positions, segment s holding the basis vector e_(s mod kEmbed) times
 // kAmp in dims 0..kEmbed-1; a query holds its own segment's vector plus kPrev times the
 // previous segment's (normalised), so that its scores are about 189 on its own segment, 66 on
@@ -103,6 +103,13 @@ void structureScores(HostProblem& p, std::mt19937_64& rng) {
     int32_t const B = static_cast<int32_t>(s.lk.size()), Hq = s.numQHeads, Hkv = s.numKVHeads, D = s.headDim;
     int32_t const sq = p.shape.seqLenQ, cap = p.shape.kvCacheCapacity;
     if (D <= kEmbed) return;
+    // The first element of K row j of (sequence b, KV head h): the cache, or the pool's page.
+    auto kRow = [&](int32_t b, int32_t h, int32_t j) -> int64_t {
+        if (s.mode == Mode::kLlm) return ((int64_t{b} * 2 * Hkv + h) * cap + j) * D;
+        int32_t const T = s.pageSize;
+        int32_t const page = p.pageTable[static_cast<size_t>(b) * 2 * p.maxPagesPerSeq + j / T];
+        return ((int64_t{page} * T + j % T) * Hkv + h) * D;
+    };
     std::uniform_real_distribution<float> noise(-1.0F, 1.0F);
     float const norm = 1.0F / std::sqrt(1.0F + kPrev * kPrev);
     for (int32_t b = 0; b < B; ++b) {
@@ -116,7 +123,7 @@ void structureScores(HostProblem& p, std::mt19937_64& rng) {
         for (int32_t h = 0; h < Hkv; ++h)
             for (int32_t j = 0; j < lk; ++j) {
                 int32_t const seg = (j / kSegment) % kEmbed;
-                int64_t const base = ((int64_t{b} * 2 * Hkv + h) * cap + j) * D;  // K of (b, h), key j
+                int64_t const base = kRow(b, h, j);
                 for (int32_t d = 0; d < D; ++d) {
                     float x = d == seg ? kAmp : 0.0F;
                     if (d == kEmbed) x = heavy[static_cast<size_t>(j)] ? kHeavy : 0.0F;
@@ -247,7 +254,7 @@ HostProblem makeProblem(ProblemSpec const& specIn) {
             }
         }
     }
-    if (spec.structured && spec.mode == Mode::kLlm && !fp8) structureScores(p, rng);
+    if (spec.structured && (spec.mode == Mode::kLlm || spec.mode == Mode::kPaged) && !fp8) structureScores(p, rng);
     return p;
 }
 

@@ -37,8 +37,9 @@ struct ProblemSpec {
     // 0: a direct run; 1: preflight, then the run captured into a CUDA graph and the graph
     // replayed; 2: the same without preflight (C++ runner either way).
     int graph = 0;
-    // LLM mode, 16-bit input, D > 64: queries and keys with the structure of an LLM's attention
-    // (see makeProblem) instead of uniform noise; skip-softmax's benchmark.
+    // LLM and paged modes, 16-bit input, D > 64: queries and keys with the structure of an
+    // LLM's attention (see makeProblem) instead of uniform noise; skip-softmax's tests and
+    // benchmark.
     bool structured = false;
     uint64_t seed = 1;
 };
@@ -56,7 +57,7 @@ struct HostProblem {
 };
 
 // The problem of spec: inputs uniform in [-valueRange, valueRange], or with spec.structured
-// (LLM mode, FP16/BF16, D > 64) scores q_i.k_j with an LLM's structure: high on the query's
+// (LLM and paged modes, FP16/BF16, D > 64) scores q_i.k_j with an LLM's structure: high on the query's
 // own segment of 1024 positions, lower on the previous segment, high on a few heavy-hitter
 // key blocks every query attends to (the first 64 keys and three random blocks of 64), and
 // near zero elsewhere; V uniform either way.

@@ -125,6 +125,30 @@ std::string caseName(::testing::TestParamInfo<Case> const& info) { return info.p
 INSTANTIATE_TEST_SUITE_P(Matrix, ReferenceVsNaive, ::testing::ValuesIn(matrixCases(0.5)), caseName);
 INSTANTIATE_TEST_SUITE_P(Edge, ReferenceVsNaive, ::testing::ValuesIn(edgeCases(0.5)), caseName);
 
+// The GPU skip-softmax tests' problem (test_gpu.cpp: skipSpec) skips tiles at S = 0.05 even at
+// the Hopper family's granularity (64 rows, 128-key tiles), and none at S = 1e-30.
+TEST(ReferenceSkipSoftmax, StructuredProblemSkipsAtHopperGranularity) {
+    for (Mode mode : {Mode::kLlm, Mode::kPaged}) {
+        Case c = edge("skip", mode, 128, {700, 700}, {3100, 2600}, 4, 2);
+        c.spec.structured = true;
+        c.spec.seed = 11 ^ runSeed();
+        ref::Options opt;
+        opt.skipTileN = 128;
+        opt.skipGroupRows = 64;
+        for (float S : {1e-30F, 0.05F}) {
+            c.spec.skip = S;
+            harness::HostProblem const p = harness::makeProblem(c.spec);
+            ref::Result r;
+            std::string err;
+            ASSERT_TRUE(harness::runReference(p, opt, &r, &err)) << err;
+            if (S < 0.01F)
+                EXPECT_EQ(r.skippedTiles, 0);
+            else
+                EXPECT_GT(r.skippedTiles, 0);
+        }
+    }
+}
+
 // The lowp reference of the Hopper family's FP8 (P * 256 rounded to E4M3): chosen for that
 // family and dtype only, it moves the result more than FP16 rounding of P does, but within a
 // few percent of the values' range.
@@ -250,17 +274,20 @@ TEST(StructuredScores, SegmentsAndHeavyHitters) {
             EXPECT_GT(heavy, prev + 60.0) << "row " << i;   // about 166 against 66
             EXPECT_GT(own, heavy) << "row " << i;
         }
-    for (float S : {1e-30F, 64.0F}) {
-        harness::HostProblem q = p;
-        q.spec.skip = S;
-        ref::Result r;
-        std::string err;
-        ASSERT_TRUE(harness::runReference(q, {}, &r, &err)) << err;
-        if (S < 1.0F)
-            EXPECT_EQ(r.skippedTiles, 0);
-        else
-            EXPECT_GT(r.skippedTiles, 0);
-    }
+    s.mode = Mode::kPaged;  // the same structure over a paged pool
+    harness::HostProblem const paged = harness::makeProblem(s);
+    for (harness::HostProblem const* problem : {&p, &paged})
+        for (float S : {1e-30F, 64.0F}) {
+            harness::HostProblem q = *problem;
+            q.spec.skip = S;
+            ref::Result r;
+            std::string err;
+            ASSERT_TRUE(harness::runReference(q, {}, &r, &err)) << err;
+            if (S < 1.0F)
+                EXPECT_EQ(r.skippedTiles, 0);
+            else
+                EXPECT_GT(r.skippedTiles, 0) << (problem == &paged ? "paged" : "llm");
+        }
 }
 
 }  // namespace
