@@ -68,11 +68,32 @@ FMHA_GMMA_OPS(__nv_bfloat16, BF16, 128)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 256)
 #undef FMHA_GMMA_OPS
 // FP8 E4M3: both operands K-major (TN), 32 keys or head-dim columns a k-step.
-template <>
-struct GmmaOps<__nv_fp8_e4m3, 128> {
-    using SS = gmma::MMA_64x128x32_F32E4M3E4M3_SS_TN<>;
-    using RS = gmma::MMA_64x128x32_F32E4M3E4M3_RS_TN<>;
-};
+#define FMHA_GMMA_OPS_FP8(N)                                                   \
+    template <>                                                                \
+    struct GmmaOps<__nv_fp8_e4m3, N> {                                         \
+        using SS = gmma::MMA_64x##N##x32_F32E4M3E4M3_SS_TN<>;                  \
+        using RS = gmma::MMA_64x##N##x32_F32E4M3E4M3_RS_TN<>;                  \
+    };
+FMHA_GMMA_OPS_FP8(64)
+FMHA_GMMA_OPS_FP8(128)
+FMHA_GMMA_OPS_FP8(256)
+#undef FMHA_GMMA_OPS_FP8
+
+// Byte offset of chunk c (16 bytes, c < 4) of row r in a tile of 64-byte rows under the
+// 64-byte swizzle (chunks XOR-ed with (r / 2) % 4), which wgmma reads with sw64Desc.
+__device__ inline int swizzled64Offset(int r, int c) { return r * 64 + ((c ^ ((r / 2) % 4)) << 4); }
+
+// Descriptor of a K-major SWIZZLE_64B tile of 64-byte rows at addr (512-byte aligned atoms):
+// 8-row groups 512 B apart.
+__device__ inline uint64_t sw64Desc(uint32_t addr) {
+    cute::GmmaDescriptor d;
+    d.bitfield.start_address_ = static_cast<uint16_t>((addr & 0x3FFFF) >> 4);
+    d.bitfield.leading_byte_offset_ = 1;
+    d.bitfield.stride_byte_offset_ = 512 >> 4;
+    d.bitfield.base_offset_ = 0;
+    d.bitfield.layout_type_ = 2;  // SWIZZLE_64B
+    return d.desc_;
+}
 
 template <class Op, int N, size_t... I>
 __device__ inline void ss(uint64_t da, uint64_t db, float (&d)[N], gmma::ScaleOut scale, std::index_sequence<I...>) {
@@ -134,7 +155,7 @@ __device__ inline void issuePV(uint32_t (&p)[kBlockN / 16][4], uint32_t sV, floa
 
 // FP8: O[64 x kHeadDim] += P[64 x kBlockN] . V as one wgmma group (no wait), P in registers
 // (E4M3 A fragments, keys in the order of permutedKey) and V^T a K-major swizzled tile of
-// kHeadDim rows of kBlockN (= 128) keys, in the same key order.
+// kHeadDim rows of kBlockN keys (128: 128-byte swizzle; 64: 64-byte), in the same key order.
 template <int kHeadDim, int kBlockN>
 __device__ inline void issuePVFp8(uint32_t (&p)[kBlockN / 32][4], uint32_t sVt, float (&o)[kHeadDim / 2]) {
     using Op = typename GmmaOps<__nv_fp8_e4m3, kHeadDim>::RS;
@@ -142,8 +163,10 @@ __device__ inline void issuePVFp8(uint32_t (&p)[kBlockN / 32][4], uint32_t sVt, 
     fenceOperands(o);
     cute::warpgroup_arrive();
 #pragma unroll
-    for (int kk = 0; kk < kBlockN / 32; ++kk)  // 32 keys = 32 bytes further in each V^T row
-        rs<Op>(p[kk], sw128Desc(sVt + kk * 32, 0), o, std::make_index_sequence<kHeadDim / 2>{});
+    for (int kk = 0; kk < kBlockN / 32; ++kk) {  // 32 keys = 32 bytes further in each V^T row
+        uint64_t const desc = kBlockN == 128 ? sw128Desc(sVt + kk * 32, 0) : sw64Desc(sVt + kk * 32);
+        rs<Op>(p[kk], desc, o, std::make_index_sequence<kHeadDim / 2>{});
+    }
     cute::warpgroup_commit_batch();
 }
 
@@ -157,20 +180,24 @@ __host__ __device__ constexpr int permutedKey(int k) {
 }
 
 // FP8 producer: V^T of one stage from its raw V tile (kBlockN keys of kHeadDim bytes, as
-// loaded), both 128-byte swizzled: V^T row d, slot s of k-step kk holds V[32 kk +
-// permutedKey(s)][d]. Each thread transposes 4 x 4 byte blocks: four keys (two pairs 8 apart)
-// of four columns read as words, byte-permuted, written as four rows' words. A warp covers
-// the 128 slots of four V^T rows at a time (lane: 16-byte chunk lane / 4, word lane % 4), so
-// that its writes fall in 32 different banks; each thread keeps its slots. tid < 128.
+// loaded, 128-byte swizzled): V^T row d, slot s of k-step kk holds V[32 kk + permutedKey(s)][d],
+// rows of kBlockN bytes (128: 128-byte swizzle; 64: 64-byte). Each thread transposes 4 x 4
+// byte blocks: four keys (two pairs 8 apart) of four columns read as words, byte-permuted,
+// written as four rows' words. A warp writes whole rows at a time (four of 128 slots, or
+// eight of 64: lane: slot group lane % (kBlockN / 4)), so that a store touches most banks;
+// each thread keeps its slots. tid < 128.
 template <int kHeadDim, int kBlockN>
 __device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, int tid) {
-    static_assert(kHeadDim == 128 && kBlockN == 128, "one 128-byte block per row either way");
+    static_assert(kBlockN == 128 || kBlockN == 64, "V^T rows of one 128- or 64-byte swizzle span");
+    constexpr int kGroups = kBlockN / 4;         // slot groups (words) of a V^T row
+    constexpr int kBlocksPerWarp = 32 / kGroups;  // 4-row blocks a warp covers in one pass
+    static_assert(kHeadDim % (16 * kBlocksPerWarp) == 0, "whole passes");
     int const lane = tid % 32, warp = tid / 32;
-    int const s0 = 16 * (lane / 4) + 4 * (lane % 4);
+    int const s0 = 4 * (lane % kGroups);
     int const key0 = 32 * (s0 / 32) + permutedKey(s0 % 32);  // keys key0, +1, +8, +9
 #pragma unroll 2
-    for (int it = 0; it < kHeadDim / 16; ++it) {
-        int const d0 = 4 * (warp + 4 * it);
+    for (int it = 0; it < kHeadDim / (16 * kBlocksPerWarp); ++it) {
+        int const d0 = 4 * ((warp + 4 * it) * kBlocksPerWarp + lane / kGroups);
         uint32_t w[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
@@ -182,8 +209,10 @@ __device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, i
         uint32_t const out[4] = {__byte_perm(lo01, lo23, 0x5410), __byte_perm(lo01, lo23, 0x7632),
                                  __byte_perm(hi01, hi23, 0x5410), __byte_perm(hi01, hi23, 0x7632)};
 #pragma unroll
-        for (int dd = 0; dd < 4; ++dd)
-            *reinterpret_cast<uint32_t*>(vt + swizzledOffset<kHeadDim>(d0 + dd, s0 / 16) + s0 % 16) = out[dd];
+        for (int dd = 0; dd < 4; ++dd) {
+            int const off = kBlockN == 128 ? swizzledOffset<kHeadDim>(d0 + dd, s0 / 16) : swizzled64Offset(d0 + dd, s0 / 16);
+            *reinterpret_cast<uint32_t*>(vt + off + s0 % 16) = out[dd];
+        }
     }
 }
 

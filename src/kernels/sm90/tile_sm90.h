@@ -3,12 +3,12 @@
 
 namespace fmha::sm90 {
 
-// kElemBytes: 2 (FP16/BF16) or 1 (FP8 E4M3: D=128 only; wgmma reads both FP8 operands
+// kElemBytes: 2 (FP16/BF16) or 1 (FP8 E4M3: D=128 and 256; wgmma reads both FP8 operands
 // K-major, so V is transposed in shared memory into a stage of its own, kBytesVt).
 template <int kHeadDim, int kElemBytes = 2>
 struct TileSm90 {
     static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "native wgmma head dims");
-    static_assert(kElemBytes == 2 || (kElemBytes == 1 && kHeadDim == 128), "FP8: D=128");
+    static_assert(kElemBytes == 2 || (kElemBytes == 1 && kHeadDim >= 128), "FP8: D=128, 256");
     static constexpr int kDim = kHeadDim;
     static constexpr bool kFp8 = kElemBytes == 1;
     // One producer warpgroup (TMA, or cp.async gathers, into a K/V mbarrier pipeline) and two
@@ -27,8 +27,8 @@ struct TileSm90 {
     // setmaxnreg: the producer gives registers to the consumers within the SM's 65536
     // (128 * 40 + 256 * 232 = 128 * 24 + 256 * 240 = 64512). D=256 holds 128 O registers
     // a thread and takes the larger share.
-    // FP8: the producer also transposes V (128 * 56 + 256 * 224 = 64512), and P takes half the
-    // consumer registers of 16-bit P.
+    // FP8: the producer also transposes V (128 * 56 + 256 * 224 = 64512), and P takes half
+    // the registers of 16-bit P (O + S + P: 168 at D=256).
     static constexpr int kProducerRegs = kFp8 ? 56 : kHeadDim == 256 ? 24 : 40;
     static constexpr int kConsumerRegs = kFp8 ? 224 : kHeadDim == 256 ? 240 : 232;
     // Ping-pong scheduling of the two consumer warpgroups (named barriers 2 and 3; 0 is
@@ -45,14 +45,15 @@ struct TileSm90 {
     static constexpr int kRowBytes = kHeadDim * kElemBytes;
     static constexpr int kBytesQ = kBlockM * kRowBytes;
     static constexpr int kBytesKV = kBlockN * kRowBytes;
-    // FP8: V^T of a stage, kHeadDim rows of kBlockN keys (one 128-byte block: kBlockN = 128).
+    // FP8: V^T of a stage, kHeadDim rows of kBlockN keys: 128-byte rows (128-byte swizzle) at
+    // D=128, 64-byte rows (64-byte swizzle) at D=256.
     static constexpr int kBytesVt = kFp8 ? kHeadDim * kBlockN : 0;
-    static_assert(!kFp8 || kBlockN == 128, "FP8: V^T rows are one 128-byte block");
     // + the V^T stages' mbarriers (FP8), + alignment slack.
     static constexpr int kSmemBytes = kBytesQ + 2 * kStages * kBytesKV + kStages * kBytesVt + (kFp8 ? 16 * kStages : 0) + 1024;
     // The epilogue stages O row-major with 16 bytes of padding per row, in the K/V space.
     static constexpr int kStrideO = kHeadDim + 8;
-    static_assert(kBlockM * kStrideO * 2 <= 2 * kStages * kBytesKV, "epilogue staging fits");
+    // (K, V and, FP8, the V^T stages that follow them)
+    static_assert(kBlockM * kStrideO * 2 <= 2 * kStages * kBytesKV + kStages * kBytesVt, "epilogue staging fits");
     // FP8: P is scaled by kPScale before its conversion to E4M3 (probabilities up to 1 then
     // use the format's range; E4M3 holds up to 448), and O by 1 / kPScale in the epilogue.
     static constexpr float kPScale = 256.0F;
