@@ -33,8 +33,8 @@ SM80_COMPACT_DIMS = [128, 256, 512]
 SM90_ELEMENTS = ["kFp16", "kBf16"]
 SM90_SKIP_ELEMENTS = ["kFp16"]
 # FP8 E4M3 in the Hopper family: the kernel head dims it has (API head dims whose FP8 rows are
-# whole 16-byte chunks run there: 80, 96, 128, 256).
-SM90_FP8_DIMS = [128, 256]
+# whole 16-byte chunks run there: 64, 80, 96, 128, 256).
+SM90_FP8_DIMS = [64, 128, 256]
 SM90_HEAD_DIMS = sorted({h for _, _, h, _ in HEAD_DIMS if h})
 # Kernel head dims that only paged-mode API head dims reach: no contiguous-KV instance.
 PAGED_ONLY_DIMS = {p for _, p, _, paged in HEAD_DIMS if paged} - {p for _, p, _, paged in HEAD_DIMS if not paged}

@@ -129,10 +129,10 @@ class TorchGpuTest(unittest.TestCase):
     def precision(dtype, scales, d):
         """The dequantization scales and the precision of the kernels' P and O: the input's
         16-bit type; FP8, FP16 in the portable family and E4M3 P (E4M3_P) where the Hopper
-        family runs it (sm_90, head dims 80, 96, 128 and 256, not forced portable)."""
+        family runs it (sm_90, head dims 64, 80, 96, 128 and 256, not forced portable)."""
         lowp = dtype
         if dtype == torch.float8_e4m3fn:
-            hopper = (torch.cuda.get_device_capability() == (9, 0) and d in (80, 96, 128, 256)
+            hopper = (torch.cuda.get_device_capability() == (9, 0) and d in (64, 80, 96, 128, 256)
                       and os.environ.get("FMHA_KERNEL_FAMILY") != "portable")
             lowp = E4M3_P if hopper else torch.float16
         return scales.get("q_scale", 1.0), scales.get("k_scale", 1.0), scales.get("v_scale", 1.0), lowp

@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
     OnlineSoftmax<2> softmax;
     softmax.init();
     if (!mask.empty()) {
-        uint32_t const sQAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sQ)) + cwg * 64 * 128;
+        uint32_t const sQAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sQ)) + cwg * 64 * Tile::kSwizzleBytes;
         // Skip-softmax: log2(lambda), lambda = S / Lk; 0 (never skip) where lambda >= 1.
         float const skipLog2 = kSkip && p.skipFactor > 0.0F && p.skipFactor < static_cast<float>(seq.lk)
                                    ? log2f(p.skipFactor / static_cast<float>(seq.lk))

@@ -14,7 +14,7 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip>::launch(FmhaParams const& p,
     dim3 const grid(static_cast<unsigned>((rows + Tile::kBlockM - 1) / Tile::kBlockM * p.numSplits),
                     static_cast<unsigned>(p.numQHeads >> p.packLog2), static_cast<unsigned>(p.batch));
     TmaDescs tma;
-    makeTmaDescs(p, Tile::kBlockM, Tile::kBlockN, &tma);
+    makeTmaDescs(p, Tile::kBlockM, Tile::kBlockN, Tile::kSwizzleBytes, &tma);
     // This launch's error alone (see KernelSm80::launch).
     void* args[] = {const_cast<FmhaParams*>(&p), &tma};
     return cudaLaunchKernel(reinterpret_cast<void const*>(&fwdKernelSm90<kElem, kHeadDim, kKv, kSkip>), grid,

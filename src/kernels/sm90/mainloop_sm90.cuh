@@ -121,19 +121,26 @@ __device__ inline void fenceOperands(uint32_t (&a)[N][4]) {
 
 // Issues S[64 x kBlockN] = Q[warpgroup's 64 rows] . K^T as one wgmma group (no wait).
 // sQ: this warpgroup's first Q row inside a kRowsQ-row swizzled tile; sK: a kBlockN-row
-// swizzled tile. A k-step reads 32 bytes of each row (16 16-bit or 32 FP8 columns).
+// swizzled tile. A k-step reads 32 bytes of each row (16 16-bit or 32 FP8 columns); rows of
+// 64 bytes (FP8 at D=64) are one 64-byte-swizzled block.
 template <class T, int kHeadDim, int kBlockN, int kRowsQ>
 __device__ inline void issueQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2]) {
     using Op = typename GmmaOps<T, kBlockN>::SS;
+    constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(T));
     fenceOperands(s);
     cute::warpgroup_arrive();
 #pragma unroll
-    for (int kk = 0; kk < kHeadDim * static_cast<int>(sizeof(T)) / 32; ++kk) {
-        // k-step kk: column block kk/4, 32 bytes further per step inside the 128-byte row.
-        uint32_t const colOffQ = (kk / 4) * (kRowsQ * 128) + (kk % 4) * 32;
-        uint32_t const colOffK = (kk / 4) * (kBlockN * 128) + (kk % 4) * 32;
-        ss<Op>(sw128Desc(sQ + colOffQ, 0), sw128Desc(sK + colOffK, 0), s,
-               kk == 0 ? gmma::ScaleOut::Zero : gmma::ScaleOut::One, std::make_index_sequence<kBlockN / 2>{});
+    for (int kk = 0; kk < kRowBytes / 32; ++kk) {
+        if constexpr (kRowBytes == 64) {
+            ss<Op>(sw64Desc(sQ + kk * 32), sw64Desc(sK + kk * 32), s,
+                   kk == 0 ? gmma::ScaleOut::Zero : gmma::ScaleOut::One, std::make_index_sequence<kBlockN / 2>{});
+        } else {
+            // k-step kk: column block kk/4, 32 bytes further per step inside the 128-byte row.
+            uint32_t const colOffQ = (kk / 4) * (kRowsQ * 128) + (kk % 4) * 32;
+            uint32_t const colOffK = (kk / 4) * (kBlockN * 128) + (kk % 4) * 32;
+            ss<Op>(sw128Desc(sQ + colOffQ, 0), sw128Desc(sK + colOffK, 0), s,
+                   kk == 0 ? gmma::ScaleOut::Zero : gmma::ScaleOut::One, std::make_index_sequence<kBlockN / 2>{});
+        }
     }
     cute::warpgroup_commit_batch();
 }
@@ -180,7 +187,7 @@ __host__ __device__ constexpr int permutedKey(int k) {
 }
 
 // FP8 producer: V^T of one stage from its raw V tile (kBlockN keys of kHeadDim bytes, as
-// loaded, 128-byte swizzled): V^T row d, slot s of k-step kk holds V[32 kk + permutedKey(s)][d],
+// loaded: 128-byte swizzled, or 64-byte at D=64): V^T row d, slot s of k-step kk holds V[32 kk + permutedKey(s)][d],
 // rows of kBlockN bytes (128: 128-byte swizzle; 64: 64-byte). Each thread transposes 4 x 4
 // byte blocks: four keys (two pairs 8 apart) of four columns read as words, byte-permuted,
 // written as four rows' words. A warp writes whole rows at a time (four of 128 slots, or
@@ -202,7 +209,8 @@ __device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, i
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             int const key = key0 + 8 * (j / 2) + (j % 2);
-            w[j] = *reinterpret_cast<uint32_t const*>(raw + swizzledOffset<kBlockN>(key, d0 / 16) + d0 % 16);
+            int const rawOff = kHeadDim == 64 ? swizzled64Offset(key, d0 / 16) : swizzledOffset<kBlockN>(key, d0 / 16);
+            w[j] = *reinterpret_cast<uint32_t const*>(raw + rawOff + d0 % 16);
         }
         uint32_t const lo01 = __byte_perm(w[0], w[1], 0x5140), lo23 = __byte_perm(w[2], w[3], 0x5140);
         uint32_t const hi01 = __byte_perm(w[0], w[1], 0x7362), hi23 = __byte_perm(w[2], w[3], 0x7362);
@@ -257,8 +265,17 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                                     PipelineSm90<Tile::kStages>& pipe, int ptid, unsigned char* sVt = nullptr,
                                     uint64_t* vtBar = nullptr) {
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kStages = Tile::kStages;
-    constexpr int kChunks = Tile::kRowBytes / 16, kColBlocks = Tile::kRowBytes / 128, kElemBytes = ElemTraits<Elem>::kBytes;
-    constexpr int kBoxCols = 128 / kElemBytes;  // elements of a 128-byte TMA box row
+    constexpr int kSw = Tile::kSwizzleBytes;  // bytes of a row in one swizzled block (128, or 64)
+    constexpr int kChunks = Tile::kRowBytes / 16, kColBlocks = Tile::kRowBytes / kSw, kElemBytes = ElemTraits<Elem>::kBytes;
+    constexpr int kBoxCols = kSw / kElemBytes;  // elements of a TMA box row
+    // The byte offset of 16-byte chunk c of row r in a tile of kRows rows.
+    auto offsetIn = [](auto rowsTag, int r, int c) {
+        constexpr int kRows = decltype(rowsTag)::value;
+        if constexpr (kSw == 64)
+            return swizzled64Offset(r, c);
+        else
+            return swizzledOffset<kRows>(r, c);
+    };
     // cp.async gathers copy 16-byte chunks as they are (FP8 included: no dequantisation).
     using CopyElem = std::conditional_t<Tile::kFp8, __half, Elem>;
     constexpr uint64_t kKeep = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_LAST);  // K/V: reread by other tiles
@@ -278,7 +295,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             TxBarrier::arrive_and_expect_tx(&pipe.qFull, Tile::kBytesQ);
 #pragma unroll
             for (int cb = 0; cb < kColBlocks; ++cb)
-                cute::SM90_TMA_LOAD_3D::copy(&tma.q, &pipe.qFull, kOnce, sQ + cb * kBlockM * 128, cb * kBoxCols, hq,
+                cute::SM90_TMA_LOAD_3D::copy(&tma.q, &pipe.qFull, kOnce, sQ + cb * kBlockM * kSw, cb * kBoxCols, hq,
                                              static_cast<int32_t>(seq.qBegin + PackedRows(p).query(m0)));
         } else {
             Barrier::arrive(&pipe.qFull);
@@ -292,7 +309,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             int const i = m0 + r;
             return i < rows ? qBase + packed.offset(i, rowStride, D) * kElemBytes : nullptr;
         };
-        auto dstQ = [&](int r, int c) { return sQ + swizzledOffset<kBlockM>(r, c); };
+        auto dstQ = [&](int r, int c) { return sQ + offsetIn(std::integral_constant<int, kBlockM>{}, r, c); };
         loadTile<CopyElem, kBlockM, kChunks, 128>(qRow, dstQ, 0, D * kElemBytes / 16, p.q, ptid);
         cutlass::arch::cpasync_barrier_arrive_noinc(&pipe.qFull);
     }
@@ -332,7 +349,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                 if (ptid < boxes) {
 #pragma unroll
                     for (int cb = 0; cb < kColBlocks; ++cb)
-                        cute::SM90_TMA_LOAD_3D::copy(&tma.k, full, kKeep, base + cb * kBlockN * 128 + ptid * boxRows * 128,
+                        cute::SM90_TMA_LOAD_3D::copy(&tma.k, full, kKeep, base + cb * kBlockN * kSw + ptid * boxRows * kSw,
                                                      cb * kBoxCols, hkv, (page << pageLog2) + inPage);
                 }
                 if (!lead) Barrier::arrive(full);
@@ -348,7 +365,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                     int32_t const batch = p.kvRowsFromCu ? 0 : b;
 #pragma unroll
                     for (int cb = 0; cb < kColBlocks; ++cb)
-                        cute::SM90_TMA_LOAD_4D::copy(map, full, kKeep, base + cb * kBlockN * 128, cb * kBoxCols, row, hkv,
+                        cute::SM90_TMA_LOAD_4D::copy(map, full, kKeep, base + cb * kBlockN * kSw, cb * kBoxCols, row, hkv,
                                                      batch);
                 } else {
                     Barrier::arrive(full);
@@ -360,7 +377,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             int const j = j0 + r;
             return j < seq.lk ? kv.row(which == kV, j) : nullptr;
         };
-        auto dst = [&](int r, int c) { return base + swizzledOffset<kBlockN>(r, c); };
+        auto dst = [&](int r, int c) { return base + offsetIn(std::integral_constant<int, kBlockN>{}, r, c); };
         loadTile<CopyElem, kBlockN, kChunks, 128>(row, dst, 0, D * kElemBytes / 16, p.k, ptid);
         cutlass::arch::cpasync_barrier_arrive_noinc(full);
     };

@@ -3,12 +3,12 @@
 
 namespace fmha::sm90 {
 
-// kElemBytes: 2 (FP16/BF16) or 1 (FP8 E4M3: D=128 and 256; wgmma reads both FP8 operands
-// K-major, so V is transposed in shared memory into a stage of its own, kBytesVt).
+// kElemBytes: 2 (FP16/BF16) or 1 (FP8 E4M3; wgmma reads both FP8 operands K-major, so V is
+// transposed in shared memory into a stage of its own, kBytesVt).
 template <int kHeadDim, int kElemBytes = 2>
 struct TileSm90 {
     static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "native wgmma head dims");
-    static_assert(kElemBytes == 2 || (kElemBytes == 1 && kHeadDim >= 128), "FP8: D=128, 256");
+    static_assert(kElemBytes == 2 || kElemBytes == 1, "16-bit or FP8 elements");
     static constexpr int kDim = kHeadDim;
     static constexpr bool kFp8 = kElemBytes == 1;
     // One producer warpgroup (TMA, or cp.async gathers, into a K/V mbarrier pipeline) and two
@@ -43,6 +43,10 @@ struct TileSm90 {
     // Shared memory in 128-byte swizzled rows: 128 bytes of columns per block (64 16-bit or
     // 128 FP8 elements), blocks of rows x 128 B.
     static constexpr int kRowBytes = kHeadDim * kElemBytes;
+    // Q, K and V rows: blocks of 128-byte rows under the 128-byte swizzle, or (FP8 at D=64)
+    // one block of 64-byte rows under the 64-byte swizzle.
+    static constexpr int kSwizzleBytes = kRowBytes >= 128 ? 128 : 64;
+    static_assert(kRowBytes % kSwizzleBytes == 0, "whole swizzle blocks");
     static constexpr int kBytesQ = kBlockM * kRowBytes;
     static constexpr int kBytesKV = kBlockN * kRowBytes;
     // FP8: V^T of a stage, kHeadDim rows of kBlockN keys: 128-byte rows (128-byte swizzle) at

@@ -12,7 +12,8 @@
 namespace fmha::sm90 {
 
 struct TmaDescs {
-    // Boxes are 128 bytes wide (64 16-bit or 128 FP8 columns: C below).
+    // Boxes are one swizzle row wide: 128 bytes (64 16-bit or 128 FP8 columns), or 64 bytes
+    // (FP8 at D=64) under the 64-byte swizzle: C columns below.
     // Q: (D, numQHeads, Q rows), box (C, 1, blockM).
     CUtensorMap q;
     // Strided K and V: (D, rows, numKVHeads, batches), box (C, blockN, 1, 1).
@@ -25,6 +26,6 @@ struct TmaDescs {
 
 // Fills d for a launch with the given tile sizes (16-bit or FP8 elements, p.element). Never fails: an operand
 // whose descriptor cannot be encoded keeps its flag at 0.
-void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, TmaDescs* d);
+void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes, TmaDescs* d);
 
 }  // namespace fmha::sm90
