@@ -558,8 +558,10 @@ struct ConsumerSm90 {
 
     // One step: Q.K^T of tile i and P.V of tile i-1 on the tensor cores while the
     // warpgroup waits for the first, then tile i's softmax while the second runs.
-    // skipped: in, whether tile i-1 was skipped (no P.V for it); out, whether tile i is.
-    template <bool kMasked>
+    // kPV: tile i-1 has a P.V (it was not skipped: kSkip only). skipped: out, whether tile i
+    // is (kSkip). A step without P.V is a body of its own, so that each body's wgmma pipeline
+    // is straight-line (a branch around the P.V serialises ptxas's wgmma pipeline: C7514).
+    template <bool kMasked, bool kPV = true>
     __device__ void step(int i, int nLast, typename Mask::Row const (&rm)[2], bool const (&live)[2],
                          uint32_t (&pa)[kPSteps][4], float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax,
                          bool& skipped) const {
@@ -569,13 +571,9 @@ struct ConsumerSm90 {
         turnBegin();
         issueQK<T, kHeadDim, kBlockN, Tile::kBlockM>(sQ, stage(sK, i), s);
         waitFull(kV, i - 1);
-        bool const pv = !kSkip || !skipped;
-        if (pv) issuePVStage(pa, i - 1, o);
+        if constexpr (kPV) issuePVStage(pa, i - 1, o);
         turnEnd(false);
-        if (pv)
-            cute::warpgroup_wait<1>();  // Q.K^T done; P.V still reads pa and writes o
-        else
-            cute::warpgroup_wait<0>();
+        cute::warpgroup_wait<kPV ? 1 : 0>();  // Q.K^T done; P.V still reads pa and writes o
         fenceOperands(s);
         release(kK, i);
         [[maybe_unused]] bool const skip = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale);
@@ -636,21 +634,25 @@ struct ConsumerSm90 {
         // Masked tiles (the causal diagonal, the ragged end) come first in the visit order,
         // then the unmasked run without mask code, then the masked window edge.
         int i = 1;
+        // One step of the visit order, with a P.V for the previous tile unless it was skipped.
+        auto visit = [&](auto masked) {
+            constexpr bool kMasked = decltype(masked)::value;
+            if constexpr (kSkip) {
+                if (skipped)
+                    step<kMasked, false>(i, nLast, rm, live, pa, o, softmax, skipped);
+                else
+                    step<kMasked>(i, nLast, rm, live, pa, o, softmax, skipped);
+                nSkipped += skipped;
+            } else {
+                step<kMasked>(i, nLast, rm, live, pa, o, softmax, skipped);
+            }
+        };
 #pragma unroll 1
-        for (; i < firstUnmasked; ++i) {
-            step<true>(i, nLast, rm, live, pa, o, softmax, skipped);
-            if constexpr (kSkip) nSkipped += skipped;
-        }
+        for (; i < firstUnmasked; ++i) visit(std::true_type{});
 #pragma unroll 1
-        for (; i < endUnmasked; ++i) {
-            step<false>(i, nLast, rm, live, pa, o, softmax, skipped);
-            if constexpr (kSkip) nSkipped += skipped;
-        }
+        for (; i < endUnmasked; ++i) visit(std::false_type{});
 #pragma unroll 1
-        for (; i < nTiles; ++i) {
-            step<true>(i, nLast, rm, live, pa, o, softmax, skipped);
-            if constexpr (kSkip) nSkipped += skipped;
-        }
+        for (; i < nTiles; ++i) visit(std::true_type{});
         waitFull(kV, nTiles - 1);
         turnBegin();
         if (!kSkip || !skipped) issuePVStage(pa, nTiles - 1, o);
