@@ -96,8 +96,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, PackGqa, ::testing::ValuesIn(packGqaCases()),
 // Structured scores: the queries' own and previous segments of 1024 keys, heavy-hitter blocks
 // and near-zero scores elsewhere (the first segment for the later rows), so that whole tiles
 // fall below lambda for every row of a group (the Hopper family's 64 rows) at S = 0.05.
-harness::ProblemSpec skipSpec(Mode mode, float skip) {
-    Case c = edge("skip", mode, 128, {700, 700}, {3100, 2600}, 4, 2);
+harness::ProblemSpec skipSpec(Mode mode, float skip, std::vector<int> lq = {700, 700},
+                              std::vector<int> lk = {3100, 2600}) {
+    Case c = edge("skip", mode, 128, std::move(lq), std::move(lk), 4, 2);
     c.spec.structured = true;
     c.spec.skip = skip;
     c.spec.seed = 11;
@@ -110,12 +111,15 @@ harness::ProblemSpec skipSpec(Mode mode, float skip) {
 class SkipSoftmax : public ::testing::TestWithParam<bool> {};
 
 // A factor so small that no tile can qualify runs the skip path but must not move a bit; on
-// the Hopper family the kernel's counters show tiles visited and none skipped.
+// the Hopper family the kernel's counters show tiles visited and none skipped. The lengths
+// are whole 128-row and 128-key tiles: a warpgroup whose rows all lie past the sequence's end,
+// or that sees none of a causal tile's keys, drops that tile at any factor (it adds nothing,
+// but the counters would show it).
 TEST_P(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
     FMHA_REQUIRE_GPU();
     ScopedFamily const family(/*portable=*/GetParam());
     for (Mode mode : {Mode::kLlm, Mode::kPaged}) {
-        harness::ProblemSpec dense = skipSpec(mode, 0.0F);
+        harness::ProblemSpec dense = skipSpec(mode, 0.0F, {768, 640}, {3072, 2560});
         dense.seed ^= runSeed();
         harness::HostProblem const p = harness::makeProblem(dense);
         harness::GpuResult a, b;

@@ -187,40 +187,40 @@ __host__ __device__ constexpr int permutedKey(int k) {
 }
 
 // FP8 producer: V^T of one stage from its raw V tile (kBlockN keys of kHeadDim bytes, as
-// loaded: 128-byte swizzled, or 64-byte at D=64): V^T row d, slot s of k-step kk holds V[32 kk + permutedKey(s)][d],
-// rows of kBlockN bytes (128: 128-byte swizzle; 64: 64-byte). Each thread transposes 4 x 4
-// byte blocks: four keys (two pairs 8 apart) of four columns read as words, byte-permuted,
-// written as four rows' words. A warp writes whole rows at a time (four of 128 slots, or
-// eight of 64: lane: slot group lane % (kBlockN / 4)), so that a store touches most banks;
-// each thread keeps its slots. tid < 128.
+// loaded: 128-byte swizzled, or 64-byte at D=64): V^T row d, slot s of k-step kk holds
+// V[32 kk + permutedKey(s)][d], rows of kBlockN bytes (128: 128-byte swizzle; 64: 64-byte).
+// A warp moves one unit of 32 keys x 16 columns at a time: ldmatrix.trans gives lane (g, t),
+// from the 8-key group q, the bytes of columns 2g and 2g+1 of keys 8q+2t and 8q+2t+1; two
+// byte permutes per group pair make the words of V^T rows 2g and 2g+1 holding slots
+// 4t..4t+3 (keys 2t, 2t+1, 2t+8, 2t+9: permutedKey's order), and stmatrix writes them.
+// Lanes g >= 4 swap their two rows' words, so that each stored 8x16-byte matrix covers rows
+// of eight different swizzle phases: loads and stores are free of bank conflicts. tid < 128.
 template <int kHeadDim, int kBlockN>
 __device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, int tid) {
     static_assert(kBlockN == 128 || kBlockN == 64, "V^T rows of one 128- or 64-byte swizzle span");
-    constexpr int kGroups = kBlockN / 4;         // slot groups (words) of a V^T row
-    constexpr int kBlocksPerWarp = 32 / kGroups;  // 4-row blocks a warp covers in one pass
-    static_assert(kHeadDim % (16 * kBlocksPerWarp) == 0, "whole passes");
+    constexpr int kSteps = kBlockN / 32, kUnits = kSteps * (kHeadDim / 16);
+    static_assert(kUnits % 4 == 0, "whole units per warp");
     int const lane = tid % 32, warp = tid / 32;
-    int const s0 = 4 * (lane % kGroups);
-    int const key0 = 32 * (s0 / 32) + permutedKey(s0 % 32);  // keys key0, +1, +8, +9
-#pragma unroll 2
-    for (int it = 0; it < kHeadDim / (16 * kBlocksPerWarp); ++it) {
-        int const d0 = 4 * ((warp + 4 * it) * kBlocksPerWarp + lane / kGroups);
-        uint32_t w[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            int const key = key0 + 8 * (j / 2) + (j % 2);
-            int const rawOff = kHeadDim == 64 ? swizzled64Offset(key, d0 / 16) : swizzledOffset<kBlockN>(key, d0 / 16);
-            w[j] = *reinterpret_cast<uint32_t const*>(raw + rawOff + d0 % 16);
-        }
-        uint32_t const lo01 = __byte_perm(w[0], w[1], 0x5140), lo23 = __byte_perm(w[2], w[3], 0x5140);
-        uint32_t const hi01 = __byte_perm(w[0], w[1], 0x7362), hi23 = __byte_perm(w[2], w[3], 0x7362);
-        uint32_t const out[4] = {__byte_perm(lo01, lo23, 0x5410), __byte_perm(lo01, lo23, 0x7632),
-                                 __byte_perm(hi01, hi23, 0x5410), __byte_perm(hi01, hi23, 0x7632)};
-#pragma unroll
-        for (int dd = 0; dd < 4; ++dd) {
-            int const off = kBlockN == 128 ? swizzledOffset<kHeadDim>(d0 + dd, s0 / 16) : swizzled64Offset(d0 + dd, s0 / 16);
-            *reinterpret_cast<uint32_t*>(vt + off + s0 % 16) = out[dd];
-        }
+    int const i = lane / 8, j = lane % 8;  // the matrix and row whose address this lane gives
+    bool const swap = lane >= 16;          // lane group g = lane / 4 >= 4
+    uint32_t const selEven = swap ? 0x7531 : 0x6420, selOdd = swap ? 0x6420 : 0x7531;
+#pragma unroll 2  // within the producer's 56 registers
+    for (int it = 0; it < kUnits / 4; ++it) {
+        int const u = warp + 4 * it, kk = u % kSteps, c = u / kSteps;
+        int const key = 32 * kk + 8 * i + j;
+        int const rawOff = kHeadDim == 64 ? swizzled64Offset(key, c) : swizzledOffset<kBlockN>(key, c);
+        uint32_t a[4];
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+                     : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(raw + rawOff)))
+                     : "memory");
+        int const d = 16 * c + 2 * j + ((i % 2) ^ (j >= 4 ? 1 : 0));
+        int const vtOff = kBlockN == 128 ? swizzledOffset<kHeadDim>(d, 2 * kk + i / 2) : swizzled64Offset(d, 2 * kk + i / 2);
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                         static_cast<uint32_t>(__cvta_generic_to_shared(vt + vtOff))),
+                     "r"(__byte_perm(a[0], a[1], selEven)), "r"(__byte_perm(a[0], a[1], selOdd)),
+                     "r"(__byte_perm(a[2], a[3], selEven)), "r"(__byte_perm(a[2], a[3], selOdd))
+                     : "memory");
     }
 }
 
@@ -270,7 +270,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     constexpr int kBoxCols = kSw / kElemBytes;  // elements of a TMA box row
     // The byte offset of 16-byte chunk c of row r in a tile of kRows rows.
     auto offsetIn = [](auto rowsTag, int r, int c) {
-        constexpr int kRows = decltype(rowsTag)::value;
+        [[maybe_unused]] constexpr int kRows = decltype(rowsTag)::value;
         if constexpr (kSw == 64)
             return swizzled64Offset(r, c);
         else
@@ -431,9 +431,9 @@ __device__ inline bool warpgroupAll(bool v, int barrier) {
 
 // Consumer warpgroup: every tile of the visit order through the two GEMMs and the online
 // softmax, accumulating this warpgroup's 64 rows of O. kSkip: skip-softmax
-// (docs/SEMANTICS.md): a tile whose scores are negligible for every row of the warpgroup
-// skips its exponentials, its row sums and its P.V product; its V stage is waited for and
-// released unread.
+// (docs/SEMANTICS.md): a warp whose 16 rows all find a tile negligible drops it (no
+// exponentials, row sums or rescale; P = 0 for its rows); when all four warps drop it, the
+// warpgroup skips the tile's P.V too, its V stage waited for and released unread.
 template <class ET, class Tile, bool kSkip = false>
 struct ConsumerSm90 {
     // FP8: E4M3 operands in both GEMMs (P converted from the softmax, scaled by kPScale).
@@ -491,7 +491,7 @@ struct ConsumerSm90 {
 
     // Masks tile n's scores and folds them into the running softmax: s becomes the tile's
     // unnormalised probabilities; rescale: the factor for O's rows. Returns true (the same in
-    // the whole warpgroup, kSkip only) where the tile is skipped instead: s, rescale and the
+    // the whole warp, kSkip only) where the warp drops the tile instead: s, rescale and the
     // softmax state are then left as they are.
     // rm: the mask rows of this thread's two query rows; live: which of them are real rows.
     template <bool kMasked>
@@ -516,7 +516,7 @@ struct ConsumerSm90 {
 #pragma unroll
                 for (int r = 0; r < 2; ++r)
                     mine = mine && (!live[r] || softmax.rowNegligible(r, tileMax[r], p.scaleLog2, skipLog2));
-                if (warpgroupAll(mine, Tile::kBarrierSkip0 + wg)) return true;
+                if (__all_sync(0xffffffffu, mine)) return true;
             }
         }
         softmax.update(sr, tileMax, p.scaleLog2, rescale);
@@ -576,23 +576,37 @@ struct ConsumerSm90 {
         cute::warpgroup_wait<kPV ? 1 : 0>();  // Q.K^T done; P.V still reads pa and writes o
         fenceOperands(s);
         release(kK, i);
-        [[maybe_unused]] bool const skip = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale);
+        bool const dropped = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale);
         cute::warpgroup_wait<0>();
         fenceOperands(o);
         fenceOperands(pa);  // pa stays live (unreused) until the P.V that reads it is done
         release(kV, i - 1);
-        if constexpr (kSkip) {
-            skipped = skip;
-            if (skip) return;  // o and pa stay; the next step issues no P.V for this tile
-        }
+        if (!dropped) {  // kSkip only: a dropping warp keeps o as it is
 #pragma unroll
-        for (int nt = 0; nt < kHeadDim / 8; ++nt) {
-            o[nt * 4 + 0] *= rescale[0];
-            o[nt * 4 + 1] *= rescale[0];
-            o[nt * 4 + 2] *= rescale[1];
-            o[nt * 4 + 3] *= rescale[1];
+            for (int nt = 0; nt < kHeadDim / 8; ++nt) {
+                o[nt * 4 + 0] *= rescale[0];
+                o[nt * 4 + 1] *= rescale[0];
+                o[nt * 4 + 2] *= rescale[1];
+                o[nt * 4 + 3] *= rescale[1];
+            }
+            packP(s, pa);
         }
-        packP(s, pa);
+        if constexpr (kSkip) skipped = groupSkips(dropped, pa);
+    }
+
+    // kSkip, after tile i's softmax: whether the warpgroup skips the tile's P.V (every warp
+    // dropped it: the vote, on named barrier 4 + wg, comes where the warps meet anyway, just
+    // before the next step's turn). A warp that dropped the tile alone gives it P = 0.
+    __device__ bool groupSkips(bool dropped, uint32_t (&pa)[kPSteps][4]) const {
+        if (!(skipLog2 < 0.0F)) return false;  // uniform in the CTA: nothing is dropped
+        bool const all = warpgroupAll(dropped, Tile::kBarrierSkip0 + wg);
+        if (dropped && !all) {
+#pragma unroll
+            for (int kk = 0; kk < kPSteps; ++kk)
+#pragma unroll
+                for (int r = 0; r < 4; ++r) pa[kk][r] = 0;
+        }
+        return all;
     }
 
     __device__ void run(float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax) const {
@@ -625,11 +639,14 @@ struct ConsumerSm90 {
             cute::warpgroup_wait<0>();
             fenceOperands(s);
             release(kK, 0);
-            // O is still zero. Skipped only where the warpgroup holds no real row: a real
-            // row's first tile holds its maximum.
-            skipped = softmaxStep<true>(s, nLast, rm, live, softmax, rescale);
-            if (!skipped) packP(s, pa);
-            if constexpr (kSkip) nSkipped += skipped;
+            // O is still zero. Dropped only where the warp holds no real row: a real row's
+            // first tile holds its maximum.
+            bool const dropped = softmaxStep<true>(s, nLast, rm, live, softmax, rescale);
+            if (!dropped) packP(s, pa);
+            if constexpr (kSkip) {
+                skipped = groupSkips(dropped, pa);
+                nSkipped += skipped;
+            }
         }
         // Masked tiles (the causal diagonal, the ragged end) come first in the visit order,
         // then the unmasked run without mask code, then the masked window edge.
