@@ -220,13 +220,16 @@ std::string corrupt(Rng& r, HostProblem& p) {
 // A malformed problem, judged by the documented clamps (docs/SEMANTICS.md): a row exactly one
 // sequence computes matches the naive evaluation of the clamped metadata (atol: the output
 // type's rounding and the kernels' 16-bit P on values of at most valueRange, plus
-// skip-softmax's bound); a row no sequence computes is written as zeros; rows two sequences
+// skip-softmax's bound, plus for the Hopper family's FP8 path naiveAttention's fp8Tol: E4M3 P
+// and the scores' error); a row no sequence computes is written as zeros; rows two sequences
 // claim (a decreasing prefix array) may hold either's result, or zeros where a zero-filled
 // range overlaps them, and are not judged. Every row must be written.
 bool judgeMalformed(HostProblem const& p, GpuResult const& gpu, std::string* why) {
     ref::Result naive;
     std::vector<int32_t> coverage;
-    naiveAttention(p, &naive, &coverage);
+    std::vector<double> fp8Tol;  // the Hopper family's FP8 path: E4M3 P and its scores' error
+    bool const fp8Hopper = p.spec.dtype == DataType::kFP8 && gpu.family == "sm90";
+    naiveAttention(p, &naive, &coverage, fp8Hopper ? &fp8Tol : nullptr);
     std::vector<char> zeroed(coverage.size(), 0);  // rows the packed-Q kernels zero-fill
     if (p.spec.mode == Mode::kPagedRagged || p.spec.mode == Mode::kVit) {
         int32_t const B = static_cast<int32_t>(p.spec.lk.size());
@@ -256,7 +259,8 @@ bool judgeMalformed(HostProblem const& p, GpuResult const& gpu, std::string* why
             }
             if (ambiguous) continue;
             double const want = coverage[row] == 0 ? 0.0 : naive.o[i];
-            if (!(std::fabs(got - want) <= (coverage[row] == 0 ? 0.0 : atol))) {
+            double const tol = coverage[row] == 0 ? 0.0 : atol + (fp8Hopper ? fp8Tol[i] : 0.0);
+            if (!(std::fabs(got - want) <= tol)) {
                 os << "got " << got << ", want " << want << (coverage[row] == 0 ? " (no sequence computes it)" : "");
                 *why = os.str();
                 return false;

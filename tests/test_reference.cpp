@@ -126,8 +126,7 @@ INSTANTIATE_TEST_SUITE_P(Matrix, ReferenceVsNaive, ::testing::ValuesIn(matrixCas
 INSTANTIATE_TEST_SUITE_P(Edge, ReferenceVsNaive, ::testing::ValuesIn(edgeCases(0.5)), caseName);
 
 // The GPU skip-softmax tests' problem (test_gpu.cpp: skipSpec) skips tiles at S = 0.05 even at
-// the granularity of the Hopper family's skipped P.V (a warpgroup's 64 rows, 128-key tiles),
-// and none at S = 1e-30.
+// the Hopper family's granularity (64 rows, 128-key tiles), and none at S = 1e-30.
 TEST(ReferenceSkipSoftmax, StructuredProblemSkipsAtHopperGranularity) {
     for (Mode mode : {Mode::kLlm, Mode::kPaged}) {
         Case c = edge("skip", mode, 128, {700, 700}, {3100, 2600}, 4, 2);

@@ -110,9 +110,9 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
     }
 
     float invSum[2], lse[2], scaleOut[2];
-    softmax.finalize(p.scale, invSum, lse);
+    softmax.template finalize<Tile::kPLog2>(p.scale, invSum, lse);
 #pragma unroll
-    for (int r = 0; r < 2; ++r) scaleOut[r] = invSum[r] * p.outScale * (Tile::kFp8 ? 1.0F / Tile::kPScale : 1.0F);
+    for (int r = 0; r < 2; ++r) scaleOut[r] = invSum[r] * p.outScale;
     auto const& o3 = *reinterpret_cast<float const(*)[1][kHeadDim / 8][4]>(&o);
     if (kSplits && p.numSplits > 1) {  // this part's rows, unrounded, for the combine kernel
         int const part = splitOfCta(p.numSplits);

@@ -431,9 +431,9 @@ __device__ inline bool warpgroupAll(bool v, int barrier) {
 
 // Consumer warpgroup: every tile of the visit order through the two GEMMs and the online
 // softmax, accumulating this warpgroup's 64 rows of O. kSkip: skip-softmax
-// (docs/SEMANTICS.md): a warp whose 16 rows all find a tile negligible drops it (no
-// exponentials, row sums or rescale; P = 0 for its rows); when all four warps drop it, the
-// warpgroup skips the tile's P.V too, its V stage waited for and released unread.
+// (docs/SEMANTICS.md): a tile whose scores are negligible for every row of the warpgroup
+// skips its exponentials, its row sums and its P.V product; its V stage is waited for and
+// released unread.
 template <class ET, class Tile, bool kSkip = false>
 struct ConsumerSm90 {
     // FP8: E4M3 operands in both GEMMs (P converted from the softmax, scaled by kPScale).
@@ -491,7 +491,7 @@ struct ConsumerSm90 {
 
     // Masks tile n's scores and folds them into the running softmax: s becomes the tile's
     // unnormalised probabilities; rescale: the factor for O's rows. Returns true (the same in
-    // the whole warp, kSkip only) where the warp drops the tile instead: s, rescale and the
+    // the whole warpgroup, kSkip only) where the tile is skipped instead: s, rescale and the
     // softmax state are then left as they are.
     // rm: the mask rows of this thread's two query rows; live: which of them are real rows.
     template <bool kMasked>
@@ -516,10 +516,10 @@ struct ConsumerSm90 {
 #pragma unroll
                 for (int r = 0; r < 2; ++r)
                     mine = mine && (!live[r] || softmax.rowNegligible(r, tileMax[r], p.scaleLog2, skipLog2));
-                if (__all_sync(0xffffffffu, mine)) return true;
+                if (warpgroupAll(mine, Tile::kBarrierSkip0 + wg)) return true;
             }
         }
-        softmax.update(sr, tileMax, p.scaleLog2, rescale);
+        softmax.template update<kNT * 2, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
@@ -528,12 +528,12 @@ struct ConsumerSm90 {
     }
 
     // P in the A-fragment layout of the P.V wgmma: k-step kk covers key groups 2kk, 2kk+1
-    // (16-bit), or 4kk .. 4kk+3 in permutedKey's order, scaled by kPScale (FP8).
+    // (16-bit), or 4kk .. 4kk+3 in permutedKey's order (FP8: already scaled by kPScale).
     __device__ static void packP(float const (&s)[kBlockN / 2], uint32_t (&pa)[kPSteps][4]) {
         if constexpr (Tile::kFp8) {
             auto e4m3x2 = [](float lo, float hi) {  // lo in the low byte
                 return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(
-                    make_float2(lo * Tile::kPScale, hi * Tile::kPScale), __NV_SATFINITE, __NV_E4M3));
+                    make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3));
             };
 #pragma unroll
             for (int kk = 0; kk < kPSteps; ++kk)
@@ -576,37 +576,23 @@ struct ConsumerSm90 {
         cute::warpgroup_wait<kPV ? 1 : 0>();  // Q.K^T done; P.V still reads pa and writes o
         fenceOperands(s);
         release(kK, i);
-        bool const dropped = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale);
+        [[maybe_unused]] bool const skip = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale);
         cute::warpgroup_wait<0>();
         fenceOperands(o);
         fenceOperands(pa);  // pa stays live (unreused) until the P.V that reads it is done
         release(kV, i - 1);
-        if (!dropped) {  // kSkip only: a dropping warp keeps o as it is
-#pragma unroll
-            for (int nt = 0; nt < kHeadDim / 8; ++nt) {
-                o[nt * 4 + 0] *= rescale[0];
-                o[nt * 4 + 1] *= rescale[0];
-                o[nt * 4 + 2] *= rescale[1];
-                o[nt * 4 + 3] *= rescale[1];
-            }
-            packP(s, pa);
+        if constexpr (kSkip) {
+            skipped = skip;
+            if (skip) return;  // o and pa stay; the next step issues no P.V for this tile
         }
-        if constexpr (kSkip) skipped = groupSkips(dropped, pa);
-    }
-
-    // kSkip, after tile i's softmax: whether the warpgroup skips the tile's P.V (every warp
-    // dropped it: the vote, on named barrier 4 + wg, comes where the warps meet anyway, just
-    // before the next step's turn). A warp that dropped the tile alone gives it P = 0.
-    __device__ bool groupSkips(bool dropped, uint32_t (&pa)[kPSteps][4]) const {
-        if (!(skipLog2 < 0.0F)) return false;  // uniform in the CTA: nothing is dropped
-        bool const all = warpgroupAll(dropped, Tile::kBarrierSkip0 + wg);
-        if (dropped && !all) {
 #pragma unroll
-            for (int kk = 0; kk < kPSteps; ++kk)
-#pragma unroll
-                for (int r = 0; r < 4; ++r) pa[kk][r] = 0;
+        for (int nt = 0; nt < kHeadDim / 8; ++nt) {
+            o[nt * 4 + 0] *= rescale[0];
+            o[nt * 4 + 1] *= rescale[0];
+            o[nt * 4 + 2] *= rescale[1];
+            o[nt * 4 + 3] *= rescale[1];
         }
-        return all;
+        packP(s, pa);
     }
 
     __device__ void run(float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax) const {
@@ -639,14 +625,11 @@ struct ConsumerSm90 {
             cute::warpgroup_wait<0>();
             fenceOperands(s);
             release(kK, 0);
-            // O is still zero. Dropped only where the warp holds no real row: a real row's
-            // first tile holds its maximum.
-            bool const dropped = softmaxStep<true>(s, nLast, rm, live, softmax, rescale);
-            if (!dropped) packP(s, pa);
-            if constexpr (kSkip) {
-                skipped = groupSkips(dropped, pa);
-                nSkipped += skipped;
-            }
+            // O is still zero. Skipped only where the warpgroup holds no real row: a real
+            // row's first tile holds its maximum.
+            skipped = softmaxStep<true>(s, nLast, rm, live, softmax, rescale);
+            if (!skipped) packP(s, pa);
+            if constexpr (kSkip) nSkipped += skipped;
         }
         // Masked tiles (the causal diagonal, the ragged end) come first in the visit order,
         // then the unmasked run without mask code, then the masked window edge.

@@ -60,9 +60,12 @@ struct TileSm90 {
     static constexpr int kStrideO = kHeadDim + 8;
     // (K, V and, FP8, the V^T stages that follow them)
     static_assert(kBlockM * kStrideO * 2 <= 2 * kStages * kBytesKV + kStages * kBytesVt, "epilogue staging fits");
-    // FP8: P is scaled by kPScale before its conversion to E4M3 (probabilities up to 1 then
-    // use the format's range; E4M3 holds up to 448), and O by 1 / kPScale in the epilogue.
-    static constexpr float kPScale = 256.0F;
+    // FP8: P comes out of the exponentials multiplied by kPScale = 2^kPLog2 (the exponent
+    // shifted, no multiply) before its conversion to E4M3, so that probabilities up to 1 use
+    // the format's range (E4M3 holds up to 448); the row sums carry the same factor, so the
+    // epilogue's division by them removes it.
+    static constexpr int kPLog2 = kFp8 ? 8 : 0;
+    static constexpr float kPScale = static_cast<float>(1 << kPLog2);
     // FP8: the producer warpgroup's barrier after it has read a raw V stage (named barrier 6).
     static constexpr int kBarrierProducer = 6;
 };
