@@ -2,12 +2,14 @@
 """The Hopper tables of docs/PERF.md from one device call's sweeps (`device_check.sh tables`):
 one Markdown table per dtype, ours beside cuDNN and FA2 (SDPA) and FlashAttention-3.
 
-usage: perf_tables.py FP16.json BF16.json FP8.json [--png PLOT.png] > tables.md
+usage: perf_tables.py FP16.json BF16.json FP8.json [--png PLOT.png] [--only fp8] > tables.md
 
 FP16.json carries FA3's BF16 and FP8 columns (peers_fa3.py ran on it); the BF16 table takes
 FA3 BF16 and the FP8 table FA3 FP8 from it, row by row (the three sweeps have the same rows).
 SDPA has no FP8: the FP8 table shows cuDNN FP16 for context. The last column divides ours by
 the fastest peer of the table's precision (cuDNN and FA3 for 16-bit input, FA3 FP8 for FP8).
+--only fp8 prints the FP8 table alone (FP16.json: SDPA in FP16 and FA3 on the FP8 sweep's rows;
+BF16.json is not read).
 """
 import argparse
 import json
@@ -79,14 +81,18 @@ def main():
     ap.add_argument("bf16")
     ap.add_argument("fp8")
     ap.add_argument("--png", help="plot the FP16 rows with every peer")
+    ap.add_argument("--only", choices=["fp8"], help="print one table")
     args = ap.parse_args()
-    fp16, bf16, fp8 = (json.load(open(p)) for p in (args.fp16, args.bf16, args.fp8))
+    fp16, fp8 = (json.load(open(p)) for p in (args.fp16, args.fp8))
+    bf16 = None if args.only else json.load(open(args.bf16))
     if args.png:
         plot(fp16, args.png)
     meta = fp16[0]
     print(f"<!-- {meta.get('device')}, commit {meta.get('commit')}, {meta.get('date')}, "
           f"torch {meta.get('torch')}, cuDNN {meta.get('cudnn_version')} -->")
     for name, rows in (("FP16", fp16), ("BF16", bf16), ("FP8 E4M3 (FP16 output)", fp8)):
+        if args.only and rows is not fp8:
+            continue
         print(f"\n### {name}\n")
         print(table(rows, fp16, rows[0]["dtype"]))
 

@@ -138,7 +138,7 @@ for what in "$@"; do
     racecheck)
       step "compute-sanitizer racecheck, subset"
       sanitize racecheck racecheck \
-        '*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*ragged_fp8_d256_window*:*vit_fp16_d80*:*paged_fp16_d512_causal*:*llm_long_fp16_d64*:SkipSoftmax.*'
+        '*llm_fp16_d128_causal*:*paged_bf16_d64_bidir*:*ragged_fp8_d256_window*:*vit_fp16_d80*:*paged_fp16_d512_causal*:*llm_long_fp16_d64*:*SkipSoftmax.*'
       ;;
     synccheck)
       step "compute-sanitizer synccheck, subset"

@@ -41,17 +41,20 @@ void fill(KernelOps* ops, char const* family, bool compact) {
     ops->walks = false;
 }
 
-bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int smemLimit, KernelOps* ops) {
-    int const d = hopperHeadDim(headDim);
+bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int smemLimit, bool skipSoftmax,
+                      KernelOps* ops) {
+    // FP8 rows go through TMA and 16-byte copies whole: head dims of whole 16-byte chunks.
+    int const d = element == ElementKind::kFp8 && headDim % 16 != 0 ? 0 : hopperHeadDim(headDim);
     (void)element;
     (void)d;
     (void)kv;
     (void)smemLimit;
+    (void)skipSoftmax;
     (void)ops;
-#define FMHA_SM90_INSTANCE(E, D, K)                                                                \
-    if (element == ElementKind::E && d == (D) && kv == KvAddressing::K &&                         \
-        sm90::KernelSm90<ElementKind::E, D, KvAddressing::K>::smemBytes() <= smemLimit) {          \
-        fill<sm90::KernelSm90<ElementKind::E, D, KvAddressing::K>>(ops, "sm90", false);           \
+#define FMHA_SM90_INSTANCE(E, D, K, S)                                                             \
+    if (element == ElementKind::E && d == (D) && kv == KvAddressing::K && skipSoftmax == (S) &&   \
+        sm90::KernelSm90<ElementKind::E, D, KvAddressing::K, S>::smemBytes() <= smemLimit) {       \
+        fill<sm90::KernelSm90<ElementKind::E, D, KvAddressing::K, S>>(ops, "sm90", false);        \
         ops->packsGqa = true;                                                                      \
         return true;                                                                               \
     }
@@ -137,7 +140,7 @@ int setSmemBudgetCap(int bytes) {
 
 bool findKernel(ElementKind element, int headDim, KvAddressing kv, int smVersion, int smemLimit, bool skipSoftmax,
                 KernelOps* ops) {
-    if (smVersion == 90 && !skipSoftmax && !forcePortable() && findHopperKernel(element, headDim, kv, smemLimit, ops))
+    if (smVersion == 90 && !forcePortable() && findHopperKernel(element, headDim, kv, smemLimit, skipSoftmax, ops))
         return true;
     return findPortableKernel(element, headDim, kv, smemLimit, ops);
 }

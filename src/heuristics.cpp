@@ -14,6 +14,8 @@ namespace fmha::detail {
 
 namespace {
 
+std::atomic<unsigned long long*> gSkipStats{nullptr};
+
 std::atomic<int> gPackGqa{-2};  // -2: not decided yet (read the environment once)
 
 int packGqaSetting() {
@@ -27,6 +29,8 @@ int packGqaSetting() {
 }
 
 }  // namespace
+
+unsigned long long* setSkipStats(unsigned long long* counters) { return gSkipStats.exchange(counters); }
 
 int setPackGqa(int mode) {
     int const previous = packGqaSetting();
@@ -71,6 +75,7 @@ int32_t walkUnits(FmhaParams const& p) {
 void planLaunch(KernelOps const& ops, FmhaParams* p) {
     p->packLog2 = ops.packsGqa ? choosePackLog2(*p, ops.blockM) : 0;
     p->walkUnits = ops.walks ? walkUnits(*p) : 1;
+    p->skipStats = p->skipFactor > 0.0F ? gSkipStats.load(std::memory_order_relaxed) : nullptr;
 }
 
 int residentCtas(KernelOps const& ops, int smemPerBlock) {

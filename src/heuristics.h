@@ -14,6 +14,10 @@ namespace fmha::detail {
 // previous setting.
 int setPackGqa(int mode);
 
+// Device counters for FmhaParams::skipStats, set by tests and the benchmark (null: none, the
+// default); returns the previous pointer.
+unsigned long long* setSkipStats(unsigned long long* counters);
+
 // The packLog2 for p on a family whose tiles hold blockM rows, under the setting above.
 int choosePackLog2(FmhaParams const& p, int blockM);
 
@@ -21,7 +25,7 @@ int choosePackLog2(FmhaParams const& p, int blockM);
 // causal launch without window of at most 512 queries.
 int32_t walkUnits(FmhaParams const& p);
 
-// Fills p.packLog2 and p.walkUnits for the kernel ops will launch.
+// Fills p.packLog2, p.walkUnits and p.skipStats for the kernel ops will launch.
 void planLaunch(KernelOps const& ops, FmhaParams* p);
 
 // CTAs of ops's kernel one SM holds at once, on a device whose blocks get smemPerBlock bytes.

@@ -87,6 +87,11 @@ struct FmhaParams {
     int32_t numSplits = 1;
     float* oAccum = nullptr;    // [numSplits, batch, maxSeqLenQ, numQHeads, headDim]
     float* lseAccum = nullptr;  // [numSplits, batch, maxSeqLenQ, numQHeads]
+
+    // Skip-softmax statistics (tests and the benchmark; null otherwise): the Hopper family adds
+    // the (consumer warpgroup, key tile) steps it visited to [0] and those it skipped to [1].
+    // Last, so that the kernels' offsets of the fields above stay as they were.
+    unsigned long long* skipStats = nullptr;
 };
 
 }  // namespace fmha

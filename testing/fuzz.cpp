@@ -220,13 +220,16 @@ std::string corrupt(Rng& r, HostProblem& p) {
 // A malformed problem, judged by the documented clamps (docs/SEMANTICS.md): a row exactly one
 // sequence computes matches the naive evaluation of the clamped metadata (atol: the output
 // type's rounding and the kernels' 16-bit P on values of at most valueRange, plus
-// skip-softmax's bound); a row no sequence computes is written as zeros; rows two sequences
+// skip-softmax's bound, plus for the Hopper family's FP8 path naiveAttention's fp8Tol: E4M3 P
+// and the scores' error); a row no sequence computes is written as zeros; rows two sequences
 // claim (a decreasing prefix array) may hold either's result, or zeros where a zero-filled
 // range overlaps them, and are not judged. Every row must be written.
 bool judgeMalformed(HostProblem const& p, GpuResult const& gpu, std::string* why) {
     ref::Result naive;
     std::vector<int32_t> coverage;
-    naiveAttention(p, &naive, &coverage);
+    std::vector<double> fp8Tol;  // the Hopper family's FP8 path: E4M3 P and its scores' error
+    bool const fp8Hopper = p.spec.dtype == DataType::kFP8 && gpu.family == "sm90";
+    naiveAttention(p, &naive, &coverage, fp8Hopper ? &fp8Tol : nullptr);
     std::vector<char> zeroed(coverage.size(), 0);  // rows the packed-Q kernels zero-fill
     if (p.spec.mode == Mode::kPagedRagged || p.spec.mode == Mode::kVit) {
         int32_t const B = static_cast<int32_t>(p.spec.lk.size());
@@ -256,7 +259,8 @@ bool judgeMalformed(HostProblem const& p, GpuResult const& gpu, std::string* why
             }
             if (ambiguous) continue;
             double const want = coverage[row] == 0 ? 0.0 : naive.o[i];
-            if (!(std::fabs(got - want) <= (coverage[row] == 0 ? 0.0 : atol))) {
+            double const tol = coverage[row] == 0 ? 0.0 : atol + (fp8Hopper ? fp8Tol[i] : 0.0);
+            if (!(std::fabs(got - want) <= tol)) {
                 os << "got " << got << ", want " << want << (coverage[row] == 0 ? " (no sequence computes it)" : "");
                 *why = os.str();
                 return false;
@@ -329,6 +333,7 @@ FuzzVerdict runFuzzCase(FuzzCase const& c) {
     }
     ref::Result exact, lowp;
     bool haveRef = false;
+    float lowpScale = 0.0F;  // the lowp reference's pE4m3Scale
     v.pass = true;
     bool const previous = detail::setForcePortable(false);
     for (bool portable : {false, true}) {
@@ -348,18 +353,21 @@ FuzzVerdict runFuzzCase(FuzzCase const& c) {
                 detail << " [" << gpu.family << "] " << why;
             }
         } else {
-            if (!haveRef) {
-                // Skip-softmax is judged against the dense result with its documented bound.
-                HostProblem dense = p;
-                dense.spec.skip = 0.0F;
-                ref::Options lowpOpt;
-                lowpOpt.roundP = true;
-                if (!runReference(dense, {}, &exact, &err) || !runReference(dense, lowpOpt, &lowp, &err)) {
+            // Skip-softmax is judged against the dense result with its documented bound; the
+            // lowp reference rounds P as the family that ran does (computed again where that
+            // differs from the previous family's).
+            HostProblem dense = p;
+            dense.spec.skip = 0.0F;
+            ref::Options const lowpOpt = lowpOptions(dense, gpu.family);
+            if (!haveRef || lowpOpt.pE4m3Scale != lowpScale) {
+                if ((!haveRef && !runReference(dense, {}, &exact, &err)) ||
+                    !runReference(dense, lowpOpt, &lowp, &err)) {
                     v.pass = false;
                     detail << " reference failed: " << err;
                     break;
                 }
                 haveRef = true;
+                lowpScale = lowpOpt.pE4m3Scale;
             }
             double const extra = p.spec.skip > 0 ? 2.0 * p.spec.skip * p.spec.valueRange : 0.0;
             Verdict const verdict = compare(p, gpu, exact, lowp, extra);

@@ -37,6 +37,10 @@ struct ProblemSpec {
     // 0: a direct run; 1: preflight, then the run captured into a CUDA graph and the graph
     // replayed; 2: the same without preflight (C++ runner either way).
     int graph = 0;
+    // LLM and paged modes, 16-bit input, D > 64: queries and keys with the structure of an
+    // LLM's attention (see makeProblem) instead of uniform noise; skip-softmax's tests and
+    // benchmark.
+    bool structured = false;
     uint64_t seed = 1;
 };
 
@@ -52,6 +56,11 @@ struct HostProblem {
     std::string describe() const;
 };
 
+// The problem of spec: inputs uniform in [-valueRange, valueRange], or with spec.structured
+// (LLM and paged modes, FP16/BF16, D > 64) scores q_i.k_j with an LLM's structure: high on the query's
+// own segment of 1024 positions, lower on the previous segment, high on a few heavy-hitter
+// key blocks every query attends to (the first 64 keys and three random blocks of 64), and
+// near zero elsewhere; V uniform either way.
 HostProblem makeProblem(ProblemSpec const& spec);
 
 struct GpuResult {
@@ -74,6 +83,11 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
 
 bool runReference(HostProblem const& p, ref::Options const& opt, ref::Result* out, std::string* error);
 
+// The options of the reference "of the kernel's precision" (P rounded as the family that ran
+// rounds it: to the 16-bit type, or for the Hopper family's FP8 to E4M3 after its scale), the
+// lowp reference compare() takes.
+ref::Options lowpOptions(HostProblem const& p, std::string const& family);
+
 struct Verdict {
     bool pass = false;
     double maxErr = 0.0, meanErr = 0.0;  // kernel vs float64 reference
@@ -84,9 +98,19 @@ struct Verdict {
     std::string detail;
 };
 
+// The Hopper family's FP8 scores: its tensor cores sum E4M3 products with less than FP32's
+// precision. docs/SEMANTICS.md bounds a score's error, in the softmax's natural-log units, by
+// kFp8ScoreRelErr * scale * sum_d |q_d k_d| (dequantized). fp8ScoreErr: that bound for any
+// score of the problem (the largest sum_d |q_d| of a Q row times the largest |k|) where the
+// family is "sm90" and the input FP8; 0 otherwise.
+inline constexpr double kFp8ScoreRelErr = 1.0 / 8192;
+double fp8ScoreErr(HostProblem const& p, std::string const& family);
+
 // Tolerance (FA3-like): max error <= 2 x the same-precision reference's error + atol, mean
-// likewise; LSE within 1e-3 relative; every output finite. extraBound widens the max error
-// bound (skip-softmax's documented approximation error).
+// likewise; LSE within 2e-3 relative; every output finite. extraBound widens the max error
+// bound (skip-softmax's documented approximation error). Where fp8ScoreErr gives delta > 0,
+// the LSE may be off by delta more and O by (e^(2 delta) - 1) max|V| more (every weight of
+// the softmax within a factor e^(+-2 delta)).
 Verdict compare(HostProblem const& p, GpuResult const& gpu, ref::Result const& exact, ref::Result const& lowp,
                 double extraBound = 0.0);
 
@@ -106,7 +130,11 @@ SeqGeometry seqGeometry(HostProblem const& p, int32_t b);
 // skip-softmax, no precision emulation. O and LSE in the layouts of ref::Result. It reads
 // the metadata through seqGeometry() and page ids outside the pool as zero keys, so it also
 // judges malformed problems; coverage (optional): per output row, the sequences computing it.
-void naiveAttention(HostProblem const& p, ref::Result* out, std::vector<int32_t>* coverage = nullptr);
+// fp8Tol (optional): per O element, what the Hopper family's FP8 path may add to the error:
+// P rounded to E4M3 after its scale of 256 (2^-4 relative, 2^-18 absolute below E4M3's
+// normal range) and the score error of fp8ScoreErr's rate, over the keys the row sees.
+void naiveAttention(HostProblem const& p, ref::Result* out, std::vector<int32_t>* coverage = nullptr,
+                    std::vector<double>* fp8Tol = nullptr);
 
 // FLOPs of the problem (4 * D per allowed (query, key) pair, counted exactly).
 double countFlops(HostProblem const& p);

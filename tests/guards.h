@@ -35,6 +35,39 @@ private:
     int previous_;
 };
 
+// Skip-softmax counters (FmhaParams::skipStats) for the launches in its scope: the Hopper
+// family's visited and skipped (warpgroup, key tile) steps.
+class ScopedSkipStats {
+public:
+    ScopedSkipStats() {
+        if (cudaMalloc(reinterpret_cast<void**>(&counters_), 2 * sizeof(unsigned long long)) != cudaSuccess ||
+            cudaMemset(counters_, 0, 2 * sizeof(unsigned long long)) != cudaSuccess)
+            counters_ = nullptr;
+        previous_ = detail::setSkipStats(counters_);
+    }
+    ~ScopedSkipStats() {
+        detail::setSkipStats(previous_);
+        if (counters_ != nullptr) cudaFree(counters_);
+    }
+    ScopedSkipStats(ScopedSkipStats const&) = delete;
+    ScopedSkipStats& operator=(ScopedSkipStats const&) = delete;
+    bool ok() const { return counters_ != nullptr; }
+    // The counts so far (after the device work that adds them); false where they cannot be read.
+    bool read(unsigned long long* visited, unsigned long long* skipped) const {
+        unsigned long long h[2] = {0, 0};
+        if (counters_ == nullptr || cudaDeviceSynchronize() != cudaSuccess ||
+            cudaMemcpy(h, counters_, sizeof(h), cudaMemcpyDeviceToHost) != cudaSuccess)
+            return false;
+        *visited = h[0];
+        *skipped = h[1];
+        return true;
+    }
+
+private:
+    unsigned long long* counters_ = nullptr;
+    unsigned long long* previous_ = nullptr;
+};
+
 // Device memory freed with its scope; ptr is null when the allocation failed.
 class DeviceMemory {
 public:

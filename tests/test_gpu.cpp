@@ -36,12 +36,12 @@ uint64_t runSeed() {
         if (!harness::gpuAvailable(&why_)) GTEST_SKIP() << why_;      \
     } while (0)
 
-// The two references a GPU result is judged against: exact, and with P rounded to the input
-// type (the same-precision error the budget scales).
-bool references(harness::HostProblem const& p, ref::Result* exact, ref::Result* lowp, std::string* err) {
-    ref::Options lowpOpt;
-    lowpOpt.roundP = true;
-    return harness::runReference(p, {}, exact, err) && harness::runReference(p, lowpOpt, lowp, err);
+// The two references a GPU result of the family that ran is judged against: exact, and with
+// P rounded as that family rounds it (the same-precision error the budget scales).
+bool references(harness::HostProblem const& p, std::string const& family, ref::Result* exact, ref::Result* lowp,
+                std::string* err) {
+    return harness::runReference(p, {}, exact, err) &&
+           harness::runReference(p, harness::lowpOptions(p, family), lowp, err);
 }
 
 // Runs spec on the GPU and checks it against the reference; returns the GPU output.
@@ -53,7 +53,7 @@ harness::GpuResult checkAgainstReference(harness::ProblemSpec spec, double extra
     EXPECT_TRUE(harness::runGpu(p, &gpu, &err)) << err;
     if (!err.empty()) return gpu;
     ref::Result exact, lowp;
-    EXPECT_TRUE(references(p, &exact, &lowp, &err)) << err;
+    EXPECT_TRUE(references(p, gpu.family, &exact, &lowp, &err)) << err;
     harness::Verdict const v = harness::compare(p, gpu, exact, lowp, extraBound);
     EXPECT_TRUE(v.pass) << p.describe() << " seed " << spec.seed << ": " << v.detail;
     return gpu;
@@ -93,52 +93,87 @@ TEST_P(PackGqa, MatchesReferenceAndPacks) {
 INSTANTIATE_TEST_SUITE_P(Cases, PackGqa, ::testing::ValuesIn(packGqaCases()),
                          [](::testing::TestParamInfo<PackCase> const& info) { return info.param.c.name; });
 
-harness::ProblemSpec skipSpec(Mode mode, float skip) {
-    Case c = edge("skip", mode, 128, {700, 700}, {2100, 1500}, 4, 2);
-    c.spec.attentionScale = 12.0F;  // peaked scores (std ~45), so that whole tiles fall below lambda
+// Structured scores: the queries' own and previous segments of 1024 keys, heavy-hitter blocks
+// and near-zero scores elsewhere (the first segment for the later rows), so that whole tiles
+// fall below lambda for every row of a group (the Hopper family's 64 rows) at S = 0.05.
+harness::ProblemSpec skipSpec(Mode mode, float skip, std::vector<int> lq = {700, 700},
+                              std::vector<int> lk = {3100, 2600}) {
+    Case c = edge("skip", mode, 128, std::move(lq), std::move(lk), 4, 2);
+    c.spec.structured = true;
     c.spec.skip = skip;
     c.spec.seed = 11;
     c.spec.splits = 1;  // skip-softmax calls never split; neither may the dense ones they are compared with
     return c.spec;
 }
 
-// Skip-softmax runs in the portable family, so the dense run it must match is forced there too.
-TEST(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
+// Skip-softmax in each family (the Hopper family's skip variant on sm_90, the portable one
+// forced), against the dense run of the same family.
+class SkipSoftmax : public ::testing::TestWithParam<bool> {};
+
+// A factor so small that no tile can qualify runs the skip path but must not move a bit; on
+// the Hopper family the kernel's counters show tiles visited and none skipped. The lengths
+// are whole 128-row and 128-key tiles: a warpgroup whose rows all lie past the sequence's end,
+// or that sees none of a causal tile's keys, drops that tile at any factor (it adds nothing,
+// but the counters would show it).
+TEST_P(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
     FMHA_REQUIRE_GPU();
-    ScopedFamily const family(/*portable=*/true);
+    ScopedFamily const family(/*portable=*/GetParam());
     for (Mode mode : {Mode::kLlm, Mode::kPaged}) {
-        harness::ProblemSpec dense = skipSpec(mode, 0.0F);
+        harness::ProblemSpec dense = skipSpec(mode, 0.0F, {768, 640}, {3072, 2560});
         dense.seed ^= runSeed();
         harness::HostProblem const p = harness::makeProblem(dense);
         harness::GpuResult a, b;
         std::string err;
         ASSERT_TRUE(harness::runGpu(p, &a, &err)) << err;
-        // A factor so small that no tile can qualify runs the skip path but must not move a bit.
         harness::HostProblem q = p;
         q.spec.skip = 1e-30F;
+        ScopedSkipStats const stats;
+        ASSERT_TRUE(stats.ok());
         ASSERT_TRUE(harness::runGpu(q, &b, &err)) << err;
         ASSERT_EQ(a.o.size(), b.o.size());
         EXPECT_EQ(std::memcmp(a.o.data(), b.o.data(), a.o.size() * 2), 0);
         EXPECT_EQ(std::memcmp(a.lse.data(), b.lse.data(), a.lse.size() * 4), 0);
-        EXPECT_EQ(a.family, "sm80");
-        EXPECT_EQ(b.family, "sm80");
+        EXPECT_EQ(a.family, b.family);
+        unsigned long long visited = 0, skipped = 0;
+        ASSERT_TRUE(stats.read(&visited, &skipped));
+        if (b.family == "sm90") {
+            EXPECT_GT(visited, 0U);
+            EXPECT_EQ(skipped, 0U);
+        } else {
+            EXPECT_EQ(visited, 0U) << "only the Hopper family counts";
+        }
     }
 }
 
-TEST(SkipSoftmax, SmallFactorWithinDocumentedBound) {
+// Documented bound: |O_skip - O_dense| <= 2 * S * max|V| on top of the dense budget, on a
+// problem built to skip (the Hopper family's counters show skipped tiles).
+TEST_P(SkipSoftmax, SmallFactorWithinDocumentedBound) {
     FMHA_REQUIRE_GPU();
+    ScopedFamily const family(/*portable=*/GetParam());
     for (Mode mode : {Mode::kLlm, Mode::kPaged}) {
         float const S = 0.05F;
         harness::ProblemSpec spec = skipSpec(mode, S);
-        // Documented bound: |O_skip - O_dense| <= 2 * S * max|V| on top of the dense budget.
+        ScopedSkipStats const stats;
+        ASSERT_TRUE(stats.ok());
         harness::GpuResult const skipped = checkAgainstReference(spec, 2.0 * S * spec.valueRange);
+        unsigned long long visited = 0, skippedTiles = 0;
+        ASSERT_TRUE(stats.read(&visited, &skippedTiles));
         harness::ProblemSpec dense = spec;
         dense.skip = 0.0F;
         harness::GpuResult const full = checkAgainstReference(dense);
+        EXPECT_EQ(skipped.family, full.family);
         EXPECT_NE(std::memcmp(skipped.o.data(), full.o.data(), full.o.size() * 2), 0)
             << "skip-softmax skipped nothing on a problem built to skip";
+        if (skipped.family == "sm90") {
+            EXPECT_GT(skippedTiles, 0U);
+            EXPECT_LT(skippedTiles, visited);
+        }
     }
 }
+INSTANTIATE_TEST_SUITE_P(Families, SkipSoftmax, ::testing::Values(false, true),
+                         [](::testing::TestParamInfo<bool> const& info) {
+                             return std::string(info.param ? "portable" : "default");
+                         });
 
 // Random lengths, including zero-length sequences, many times over.
 TEST(Randomised, RaggedAndVitShapes) {
@@ -184,14 +219,13 @@ TEST(Large, CacheOffsetsPastInt32) {
         c.spec.seed ^= runSeed();
         harness::HostProblem const p = harness::makeProblem(c.spec);
         ASSERT_GE(int64_t{2} * 8 * p.shape.kvCacheCapacity * 128, int64_t{1} << 31);
-        ref::Result exact, lowp;
         std::string err;
-        ASSERT_TRUE(references(p, &exact, &lowp, &err)) << err;
         for (bool portable : {false, true}) {
-            if (portable && t == DataType::kFP8) continue;  // FP8 runs portable either way
             family.set(portable);
             harness::GpuResult gpu;
             ASSERT_TRUE(harness::runGpu(p, &gpu, &err)) << err;
+            ref::Result exact, lowp;
+            ASSERT_TRUE(references(p, gpu.family, &exact, &lowp, &err)) << err;
             harness::Verdict const v = harness::compare(p, gpu, exact, lowp);
             EXPECT_TRUE(v.pass) << p.describe() << " [" << gpu.family << "]: " << v.detail;
         }
@@ -365,7 +399,7 @@ TEST(ErrorPaths, PendingErrorIsNeitherConsumedNorBlamed) {
         EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation) << "the caller's pending error was consumed";
         EXPECT_EQ(cudaGetLastError(), cudaSuccess);
         ref::Result exact, lowp;
-        ASSERT_TRUE(references(p, &exact, &lowp, &err)) << err;
+        ASSERT_TRUE(references(p, gpu.family, &exact, &lowp, &err)) << err;
         harness::Verdict const v = harness::compare(p, gpu, exact, lowp);
         EXPECT_TRUE(v.pass) << v.detail;
     }
@@ -459,10 +493,11 @@ TEST_P(Families, HopperMatchesPortable) {
     }
     EXPECT_EQ(portable.family, "sm80");
     if (fast.family != "sm90") GTEST_SKIP() << "the Hopper family does not run here (" << fast.family << ")";
-    ref::Result exact, lowp;
-    ASSERT_TRUE(references(p, &exact, &lowp, &err)) << err;
-    harness::Verdict const vf = harness::compare(p, fast, exact, lowp);
-    harness::Verdict const vp = harness::compare(p, portable, exact, lowp);
+    ref::Result exact, lowpFast, lowpPortable;
+    ASSERT_TRUE(references(p, fast.family, &exact, &lowpFast, &err)) << err;
+    ASSERT_TRUE(references(p, portable.family, &exact, &lowpPortable, &err)) << err;
+    harness::Verdict const vf = harness::compare(p, fast, exact, lowpFast);
+    harness::Verdict const vp = harness::compare(p, portable, exact, lowpPortable);
     EXPECT_TRUE(vf.pass) << p.describe() << ": " << vf.detail;
     EXPECT_TRUE(vp.pass) << p.describe() << ": " << vp.detail;
     bool const bf16 = p.spec.dtype == DataType::kBF16;

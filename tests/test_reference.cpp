@@ -2,7 +2,9 @@
 // dense formula on the whole test matrix and every edge case; skip-softmax semantics.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -123,6 +125,57 @@ std::string caseName(::testing::TestParamInfo<Case> const& info) { return info.p
 INSTANTIATE_TEST_SUITE_P(Matrix, ReferenceVsNaive, ::testing::ValuesIn(matrixCases(0.5)), caseName);
 INSTANTIATE_TEST_SUITE_P(Edge, ReferenceVsNaive, ::testing::ValuesIn(edgeCases(0.5)), caseName);
 
+// The GPU skip-softmax tests' problem (test_gpu.cpp: skipSpec) skips tiles at S = 0.05 even at
+// the Hopper family's granularity (64 rows, 128-key tiles), and none at S = 1e-30.
+TEST(ReferenceSkipSoftmax, StructuredProblemSkipsAtHopperGranularity) {
+    for (Mode mode : {Mode::kLlm, Mode::kPaged}) {
+        Case c = edge("skip", mode, 128, {700, 700}, {3100, 2600}, 4, 2);
+        c.spec.structured = true;
+        c.spec.seed = 11 ^ runSeed();
+        ref::Options opt;
+        opt.skipTileN = 128;
+        opt.skipGroupRows = 64;
+        for (float S : {1e-30F, 0.05F}) {
+            c.spec.skip = S;
+            harness::HostProblem const p = harness::makeProblem(c.spec);
+            ref::Result r;
+            std::string err;
+            ASSERT_TRUE(harness::runReference(p, opt, &r, &err)) << err;
+            if (S < 0.01F)
+                EXPECT_EQ(r.skippedTiles, 0);
+            else
+                EXPECT_GT(r.skippedTiles, 0);
+        }
+    }
+}
+
+// The lowp reference of the Hopper family's FP8 (P * 256 rounded to E4M3): chosen for that
+// family and dtype only, it moves the result more than FP16 rounding of P does, but within a
+// few percent of the values' range.
+TEST(Reference, HopperFp8LowpRoundsPToE4m3) {
+    Case c = edge("fp8lowp", Mode::kLlm, 128, {64}, {500}, 4, 2);
+    c.spec.dtype = DataType::kFP8;
+    c.spec.seed ^= runSeed();
+    harness::HostProblem const p = harness::makeProblem(c.spec);
+    EXPECT_GT(harness::lowpOptions(p, "sm90").pE4m3Scale, 0.0F);
+    EXPECT_EQ(harness::lowpOptions(p, "sm80").pE4m3Scale, 0.0F);
+    harness::HostProblem q = p;
+    q.spec.dtype = DataType::kHALF;
+    EXPECT_EQ(harness::lowpOptions(q, "sm90").pE4m3Scale, 0.0F);
+    ref::Result exact, half, e4m3;
+    std::string err;
+    ASSERT_TRUE(harness::runReference(p, {}, &exact, &err)) << err;
+    ASSERT_TRUE(harness::runReference(p, harness::lowpOptions(p, "sm80"), &half, &err)) << err;
+    ASSERT_TRUE(harness::runReference(p, harness::lowpOptions(p, "sm90"), &e4m3, &err)) << err;
+    double errHalf = 0, errE4m3 = 0;
+    for (size_t i = 0; i < exact.o.size(); ++i) {
+        errHalf = std::max(errHalf, std::fabs(half.o[i] - exact.o[i]));
+        errE4m3 = std::max(errE4m3, std::fabs(e4m3.o[i] - exact.o[i]));
+    }
+    EXPECT_GT(errE4m3, 2.0 * errHalf);
+    EXPECT_LT(errE4m3, 0.05 * c.spec.valueRange);
+}
+
 // A row that sees no key writes zeros and LSE -inf (causal with Lk < Lq).
 TEST(Reference, EmptyRowsAreZeroWithMinusInfLse) {
     Case c = edge("empty", Mode::kLlm, 64, {50}, {10});
@@ -175,6 +228,66 @@ TEST(ReferenceSkipSoftmax, SmallFactorStaysWithinTheBound) {
     // Dropped probability mass per row is at most Lk * lambda = S of the kept mass.
     EXPECT_LE(maxErr, 2.0 * S * p.spec.valueRange);
     EXPECT_GT(maxErr, 0.0);
+}
+
+// The skip-softmax benchmark's structured inputs: a query's largest score lies in its own
+// segment of 1024 positions, whose mean score is well above the previous segment's; the
+// heavy-hitter keys (the first 64, in the previous segment here) score well above the rest of
+// that segment; the reference skips some tiles at a moderate factor, none at a negligible one.
+TEST(StructuredScores, SegmentsAndHeavyHitters) {
+    harness::ProblemSpec s;
+    s.mode = Mode::kLlm;
+    s.numQHeads = 2;
+    s.numKVHeads = 1;
+    s.headDim = 128;
+    s.lq = {512};
+    s.lk = {2048};
+    s.structured = true;
+    s.seed = 3 ^ runSeed();
+    harness::HostProblem const p = harness::makeProblem(s);
+    int32_t const D = s.headDim, lq = s.lq[0], lk = s.lk[0];
+    auto elem = [](std::vector<uint8_t> const& buf, int64_t i) {
+        uint16_t h;
+        std::memcpy(&h, buf.data() + 2 * i, 2);
+        return num::halfToFloat(h);
+    };
+    auto score = [&](int32_t i, int32_t h, int32_t j) {  // K of KV head 0
+        double dot = 0;
+        for (int32_t d = 0; d < D; ++d)
+            dot += static_cast<double>(elem(p.q, (int64_t{i} * s.numQHeads + h) * D + d)) * elem(p.k, int64_t{j} * D + d);
+        return dot;
+    };
+    for (int32_t i : {0, lq / 2, lq - 1})
+        for (int32_t h = 0; h < s.numQHeads; ++h) {
+            int32_t const diag = i + lk - lq;  // the query's own key (bottom-right causal): segment 1
+            double best = -1e30, own = 0, prev = 0, heavy = 0;
+            int32_t bestKey = -1;
+            for (int32_t j = 0; j <= diag; ++j) {
+                double const x = score(i, h, j);
+                if (x > best) best = x, bestKey = j;
+                if (j >= 1024) own += x / (diag - 1023);
+                else if (j >= 64) prev += x / 960;
+                else heavy += x / 64;
+            }
+            EXPECT_GE(bestKey, 1024) << "row " << i << ": the largest score is at key " << bestKey;
+            EXPECT_GT(own, prev + 100.0) << "row " << i;    // about 189 against 66
+            EXPECT_GT(heavy, prev + 60.0) << "row " << i;   // about 166 against 66
+            EXPECT_GT(own, heavy) << "row " << i;
+        }
+    s.mode = Mode::kPaged;  // the same structure over a paged pool
+    harness::HostProblem const paged = harness::makeProblem(s);
+    for (harness::HostProblem const* problem : {&p, &paged})
+        for (float S : {1e-30F, 64.0F}) {
+            harness::HostProblem q = *problem;
+            q.spec.skip = S;
+            ref::Result r;
+            std::string err;
+            ASSERT_TRUE(harness::runReference(q, {}, &r, &err)) << err;
+            if (S < 1.0F)
+                EXPECT_EQ(r.skippedTiles, 0);
+            else
+                EXPECT_GT(r.skippedTiles, 0) << (problem == &paged ? "paged" : "llm");
+        }
 }
 
 }  // namespace

@@ -93,6 +93,9 @@ std::vector<Command> const& commands() {
          "the timed sweep (medians of CUDA-event samples after warm-up), one JSON row per problem",
          {{"quick", false, "the short sweep"},
           {"decode", false, "the decode sweep instead: paged decode steps over long contexts, in TB/s of K/V read"},
+          {"skip-sweep", false,
+           "skip-softmax instead: 16k causal prefill with structured scores at a range of factors: measured tile "
+           "sparsity, speedup over dense, error against dense"},
           {"splits", true, "split-KV parts (FmhaRunner::setSplitKv): 0 automatic (default), 1 never, 2..64 forced"},
           {"row", true, "time one row of the sweep, by index"},
           {"json", true, "write the rows to this file"},
@@ -334,8 +337,7 @@ int cmdRun(Flags& f) {
         ProblemSpec spec;
         if (!buildSpec(mode, cpu, f, &spec)) return 2;
         HostProblem const p = harness::makeProblem(spec);
-        ref::Options exactOpt, lowpOpt;
-        lowpOpt.roundP = true;
+        ref::Options exactOpt;
         ref::Result exact, lowp;
         std::string err;
         auto t0 = std::chrono::steady_clock::now();
@@ -355,9 +357,9 @@ int cmdRun(Flags& f) {
             verdict = ok ? "PASS" : "FAIL";
             if (spec.skip != 0.0F) detail = " (skip-softmax is a GPU feature; use --device gpu)";
         } else if (ok) {
-            ok = harness::runReference(p, lowpOpt, &lowp, &err);
             harness::GpuResult gpu;
-            if (ok) ok = harness::runGpu(p, &gpu, &err, 10);
+            ok = harness::runGpu(p, &gpu, &err, 10);
+            if (ok) ok = harness::runReference(p, harness::lowpOptions(p, gpu.family), &lowp, &err);
             if (ok) {
                 double extra = 0;
                 if (spec.skip > 0) extra = 2.0 * spec.skip * spec.valueRange;
@@ -481,6 +483,97 @@ double kvBytes(ProblemSpec const& s) {
     return keys * s.numKVHeads * s.headDim * 2 * (s.dtype == DataType::kFP8 ? 1 : 2);
 }
 
+// Skip-softmax on one 16k causal prefill (32/8 heads, D=128, FP16) whose scores have an LLM's
+// structure (harness::makeProblem's structured inputs): the dense run, then each factor S with
+// the kernel's skip counters read in an untimed run (Hopper family; "-" elsewhere), the time,
+// and the output's error against the dense output.
+int skipSweep(int iters, int launches, std::string const& commit, std::ofstream* jsonOut) {
+    ProblemSpec s;
+    s.mode = Mode::kLlm;
+    s.numQHeads = 32;
+    s.numKVHeads = 8;
+    s.headDim = 128;
+    s.lq = {16384};
+    s.lk = {16384};
+    s.withLse = false;
+    s.structured = true;
+    s.splits = 1;
+    HostProblem const p = harness::makeProblem(s);
+    double const flops = harness::countFlops(p);
+    unsigned long long* counters = nullptr;
+    if (cudaMalloc(reinterpret_cast<void**>(&counters), 2 * sizeof(unsigned long long)) != cudaSuccess) {
+        std::fprintf(stderr, "fmha bench --skip-sweep: cannot allocate the skip counters\n");
+        return 1;
+    }
+    std::string err;
+    harness::GpuResult dense;
+    if (!harness::runGpu(p, &dense, &err, iters, launches)) {
+        std::fprintf(stderr, "fmha bench --skip-sweep: dense run: %s\n", err.c_str());
+        cudaFree(counters);
+        return 1;
+    }
+    detail::DeviceInfo dev;
+    detail::currentDevice(&dev);
+    std::printf("%s: %s, structured scores\n", dev.name.c_str(), p.describe().c_str());
+    std::printf("%10s %9s %9s %8s %8s %10s %10s %s\n", "factor S", "skipped", "ms", "TFLOPS", "speedup", "max err",
+                "mean err", "family");
+    std::printf("%10s %9s %9.4f %8.1f %8.3f %10s %10s %s\n", "0 (dense)", "-", dense.medianMs,
+                flops / (dense.medianMs * 1e-3) / 1e12, 1.0, "-", "-", dense.family.c_str());
+    std::ostringstream json;
+    json << "[\n";
+    int failures = 0;
+    bool first = true;
+    for (float S : {1e-30F, 1.0F, 4.0F, 16.0F, 64.0F, 256.0F, 1024.0F, 4096.0F}) {
+        HostProblem q = p;
+        q.spec.skip = S;
+        unsigned long long counts[2] = {0, 0};
+        harness::GpuResult once, timed;
+        cudaMemset(counters, 0, sizeof(counts));
+        detail::setSkipStats(counters);
+        bool ok = harness::runGpu(q, &once, &err);
+        detail::setSkipStats(nullptr);
+        ok = ok && cudaMemcpy(counts, counters, sizeof(counts), cudaMemcpyDeviceToHost) == cudaSuccess;
+        ok = ok && harness::runGpu(q, &timed, &err, iters, launches);
+        if (!ok) {
+            std::printf("%10g error: %s\n", S, err.c_str());
+            ++failures;
+            continue;
+        }
+        double maxErr = 0, sumErr = 0;
+        for (size_t i = 0; i < dense.o.size(); ++i) {
+            double const e = std::fabs(static_cast<double>(num::halfToFloat(timed.o[i])) - num::halfToFloat(dense.o[i]));
+            maxErr = std::max(maxErr, e);
+            sumErr += e;
+        }
+        double const meanErr = dense.o.empty() ? 0.0 : sumErr / static_cast<double>(dense.o.size());
+        bool const counted = counts[0] > 0;
+        double const sparsity = counted ? static_cast<double>(counts[1]) / static_cast<double>(counts[0]) : 0.0;
+        char skipped[16] = "-";
+        if (counted) std::snprintf(skipped, sizeof skipped, "%.1f%%", 100.0 * sparsity);
+        std::printf("%10g %9s %9.4f %8.1f %8.3f %10.3g %10.3g %s\n", S, skipped, timed.medianMs,
+                    flops / (timed.medianMs * 1e-3) / 1e12, dense.medianMs / timed.medianMs, maxErr, meanErr,
+                    timed.family.c_str());
+        json << (first ? "" : ",\n") << "  {\"sweep\": \"skip\", \"factor\": " << S << ", \"tiles_visited\": " << counts[0]
+             << ", \"tiles_skipped\": " << counts[1] << ", \"ms\": " << timed.medianMs << ", \"dense_ms\": "
+             << dense.medianMs << ", \"speedup\": " << dense.medianMs / timed.medianMs << ", \"max_err\": " << maxErr
+             << ", \"mean_err\": " << meanErr << ", \"family\": \"" << timed.family << "\", \"dense_family\": \""
+             << dense.family << "\", \"device\": \"" << dev.name << "\", \"problem\": \"" << p.describe()
+             << "\", \"date\": \"" << today() << "\", \"commit\": \"" << commit << "\"}";
+        first = false;
+    }
+    cudaFree(counters);
+    json << "\n]\n";
+    if (jsonOut != nullptr) {
+        *jsonOut << json.str();
+        jsonOut->close();
+        if (!*jsonOut) {
+            std::fprintf(stderr, "fmha bench: writing the JSON failed\n");
+            return 2;
+        }
+    }
+    return failures == 0 ? 0 : 1;
+}
+
 int cmdBench(Flags& f) {
     std::string why;
     if (!harness::gpuAvailable(&why)) {
@@ -508,6 +601,7 @@ int cmdBench(Flags& f) {
             return 2;
         }
     }
+    if (f.has("skip-sweep")) return skipSweep(iters, launches, commit, jsonPath.empty() ? nullptr : &jsonOut);
     bool const quick = f.has("quick"), decode = f.has("decode");
     int const splits = f.integer("splits", 0);
     if (!f.errors.empty() || splits < 0 || splits > FmhaRunner::kMaxSplits) {

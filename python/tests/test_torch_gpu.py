@@ -7,6 +7,7 @@ same-precision evaluation plus atol (1e-3, BF16 4e-3, times the output's range);
 1e-3 relative. Outputs are poisoned with NaN first, and cache memory the mask excludes holds
 NaN, so an unwritten row or a stray read shows."""
 import math
+import os
 import random
 import unittest
 
@@ -32,10 +33,14 @@ def prefix(lens):
     return torch.tensor(out, dtype=torch.int32, device=DEVICE)
 
 
+# The Hopper family's FP8 precision: P * 256 rounded to E4M3 (then / 256), O to FP16.
+E4M3_P = "e4m3_p"
+
+
 def attend(q, k, v, allowed, scale, lowp=None):
     """One sequence: q [Lq, Hq, D], k/v [Lk, Hkv, D] (float64, dequantized), allowed [Lq, Lk].
-    Float64 throughout, or with lowp (a dtype) the kernels' precision: P and O rounded to it.
-    Returns o [Lq, Hq, D] and lse [Hq, Lq]; a row without keys gives zeros and -inf."""
+    Float64 throughout, or with lowp (a dtype, or E4M3_P) the kernels' precision: P and O
+    rounded to it. Returns o [Lq, Hq, D] and lse [Hq, Lq]; a row without keys gives zeros and -inf."""
     if k.shape[0] == 0:
         return (torch.zeros(q.shape, dtype=torch.float64, device=q.device),
                 torch.full((q.shape[1], q.shape[0]), -math.inf, dtype=torch.float64, device=q.device))
@@ -49,12 +54,14 @@ def attend(q, k, v, allowed, scale, lowp=None):
     m = s.amax(dim=-1, keepdim=True).clamp(min=-1e30)
     p = torch.exp(s - m)
     denom = p.sum(dim=-1, keepdim=True)
-    if lowp is not None:
+    if lowp == E4M3_P:
+        p = (p * 256).to(torch.float8_e4m3fn).to(acc) / 256
+    elif lowp is not None:
         p = p.to(lowp).to(acc)
     o = torch.einsum("hqk,khd->qhd", p, v.to(acc)) / denom.permute(1, 0, 2).clamp(min=1e-300)
     o = torch.where(denom.permute(1, 0, 2) > 0, o, torch.zeros_like(o))
     if lowp is not None:
-        o = o.to(lowp)
+        o = o.to(torch.float16 if lowp == E4M3_P else lowp)
     return o.double(), lse.double()
 
 
@@ -119,9 +126,15 @@ class TorchGpuTest(unittest.TestCase):
         return {}
 
     @staticmethod
-    def precision(dtype, scales):
-        """The dequantization scales and the precision of the kernels' P and O (FP8: FP16)."""
-        lowp = torch.float16 if dtype == torch.float8_e4m3fn else dtype
+    def precision(dtype, scales, d):
+        """The dequantization scales and the precision of the kernels' P and O: the input's
+        16-bit type; FP8, FP16 in the portable family and E4M3 P (E4M3_P) where the Hopper
+        family runs it (sm_90, head dims 64, 80, 96, 128 and 256, not forced portable)."""
+        lowp = dtype
+        if dtype == torch.float8_e4m3fn:
+            hopper = (torch.cuda.get_device_capability() == (9, 0) and d in (64, 80, 96, 128, 256)
+                      and os.environ.get("FMHA_KERNEL_FAMILY") != "portable")
+            lowp = E4M3_P if hopper else torch.float16
         return scales.get("q_scale", 1.0), scales.get("k_scale", 1.0), scales.get("v_scale", 1.0), lowp
 
     # ---- LLM mode ----
@@ -142,7 +155,7 @@ class TorchGpuTest(unittest.TestCase):
         got, lse = fmha.llm_attention(q, kv, cu, scale=scale, window_left=window, return_lse=True, out=out, **sc)
         self.assertIs(got, out)
         check = Check(self, out.dtype)
-        qs, ks, vs, lowp = self.precision(dtype, sc)
+        qs, ks, vs, lowp = self.precision(dtype, sc, d)
         for i, n in enumerate(lens):
             allowed = causal_mask(s_q, n, window)
             args = (q64[i] * qs, kv64[i, 0, :, :n].transpose(0, 1) * ks, kv64[i, 1, :, :n].transpose(0, 1) * vs,
@@ -205,7 +218,7 @@ class TorchGpuTest(unittest.TestCase):
         got, lse = fmha.paged_attention(q, pool, table, cu, causal=causal, window_left=window, return_lse=True,
                                         bidirectional_blocks=blocks, **sc)
         check = Check(self, got.dtype)
-        qs, ks, vs, lowp = self.precision(dtype, sc)
+        qs, ks, vs, lowp = self.precision(dtype, sc, d)
         tab = table.cpu()
         for i, n in enumerate(lens):
             allowed = causal_mask(s_q, n, window) if causal else torch.ones(s_q, n, dtype=torch.bool, device=self.dev)
@@ -244,7 +257,7 @@ class TorchGpuTest(unittest.TestCase):
                 got, lse = fmha.paged_ragged_attention(q, pool, table, cu_q, cu_k, max(q_lens), window_left=window,
                                                        return_lse=True, **sc)
                 check = Check(self, got.dtype)
-                qs, ks, vs, lowp = self.precision(dtype, sc)
+                qs, ks, vs, lowp = self.precision(dtype, sc, d)
                 tab = table.cpu()
                 row = 0
                 for i, (lq, n) in enumerate(zip(q_lens, lens)):
@@ -272,7 +285,7 @@ class TorchGpuTest(unittest.TestCase):
                 sc = self.scales(dtype)
                 got, lse = fmha.vit_attention(q, k, v, cu, max(lens), return_lse=True, **sc)
                 check = Check(self, got.dtype)
-                qs, ks, vs, lowp = self.precision(dtype, sc)
+                qs, ks, vs, lowp = self.precision(dtype, sc, d)
                 row = 0
                 for n in lens:
                     rows = slice(row, row + n)

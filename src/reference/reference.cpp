@@ -80,6 +80,10 @@ double roundLike(double p, DataType t) {
     return t == DataType::kBF16 ? num::roundToBf16(f) : num::roundToHalf(f);
 }
 
+double roundE4m3Scaled(double p, float scale) {
+    return static_cast<double>(num::e4m3ToFloat(num::floatToE4m3(static_cast<float>(p) * scale))) / scale;
+}
+
 FMHA_HOST_SIMD_CLONES void attendOne(
     Shape const& s, Layout const& L, Options const& opt, int32_t b, int32_t hkv, Result& out,
     std::atomic<int64_t>& skipped) {
@@ -175,7 +179,9 @@ FMHA_HOST_SIMD_CLONES void attendOne(
                         if (!al[j]) continue;
                         double const p = std::exp(sc[j] - m);
                         l += p;
-                        sc[j] = opt.roundP ? roundLike(p, L.type) : p;
+                        sc[j] = !opt.roundP              ? p
+                                : opt.pE4m3Scale > 0.0F ? roundE4m3Scaled(p, opt.pE4m3Scale)
+                                                        : roundLike(p, L.type);
                     }
                 }
                 rowMax[r] = m;

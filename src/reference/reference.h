@@ -24,6 +24,9 @@ struct Options {
     // Round each probability to the input's 16-bit type (FP16 for FP16/FP8, BF16 for BF16)
     // before the P*V product: a reference "of the kernel's precision" for error budgets.
     bool roundP = false;
+    // With roundP, > 0: round P * pE4m3Scale to E4M3 instead (then divide by it), the
+    // precision of the Hopper family's FP8 P.V (harness::lowpOptions).
+    float pE4m3Scale = 0.0F;
     // Skip-softmax emulation: KV tile width and rows that decide together.
     int32_t skipTileN = 64;
     int32_t skipGroupRows = 16;

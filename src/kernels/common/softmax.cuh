@@ -77,8 +77,9 @@ struct OnlineSoftmax {
     }
 
     // Turns s into unnormalised probabilities and returns, per row, the factor the running
-    // output must be multiplied by.
-    template <int kCols>
+    // output must be multiplied by. kPLog2 > 0: the probabilities come out multiplied by
+    // 2^kPLog2 (so do the row sums; finalize() takes the same kPLog2).
+    template <int kCols, int kPLog2 = 0>
     __device__ void update(float (&s)[kRows][kCols], float const (&tileRowMax)[kRows], float scaleLog2,
                            float (&rescale)[kRows]) {
 #pragma unroll
@@ -88,7 +89,10 @@ struct OnlineSoftmax {
             float const mRef = mNew == -INFINITY ? 0.0F : mNew * scaleLog2;
             rescale[r] = rowMax[r] == -INFINITY ? 0.0F : fastExp2(rowMax[r] * scaleLog2 - mRef);
             rowMax[r] = mNew;
-            rowSum[r] = rowSum[r] * rescale[r] + exponentiate(s[r], scaleLog2, mRef);
+            if constexpr (kPLog2 == 0)
+                rowSum[r] = rowSum[r] * rescale[r] + exponentiate(s[r], scaleLog2, mRef);
+            else
+                rowSum[r] = rowSum[r] * rescale[r] + exponentiate(s[r], scaleLog2, mRef - static_cast<float>(kPLog2));
         }
     }
 
@@ -142,13 +146,17 @@ struct OnlineSoftmax {
 
     // Final row sums across the quad; returns 1/sum (0 for a row with no key) and the LSE
     // in natural log units (-inf for a row with no key).
+    template <int kPLog2 = 0>
     __device__ void finalize(float scale, float (&invSum)[kRows], float (&lse)[kRows]) {
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
             float const sum = quadSum(rowSum[r]);
             bool const none = sum == 0.0F || rowMax[r] == -INFINITY;
             invSum[r] = none ? 0.0F : 1.0F / sum;
-            lse[r] = none ? -INFINITY : rowMax[r] * scale + logf(sum);
+            if constexpr (kPLog2 == 0)
+                lse[r] = none ? -INFINITY : rowMax[r] * scale + logf(sum);
+            else  // the sums hold 2^kPLog2 times the probabilities
+                lse[r] = none ? -INFINITY : rowMax[r] * scale + (logf(sum) - static_cast<float>(kPLog2) * 0.6931471805599453F);
         }
     }
 };

@@ -24,11 +24,11 @@
 
 namespace fmha::sm90 {
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
 __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm90(FmhaParams const p,
                                                                                      __grid_constant__ TmaDescs const tma) {
-    using Tile = TileSm90<kHeadDim>;
     using Elem = typename ElemOf<kElem>::type;
+    using Tile = TileSm90<kHeadDim, ElemTraits<Elem>::kBytes>;
     using ET = ElemTraits<Elem>;
     using Out = typename ET::Out;
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN;
@@ -39,6 +39,9 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
     unsigned char* sQ = smem;
     unsigned char* sK = sQ + Tile::kBytesQ;                   // kStages tiles
     unsigned char* sV = sK + Tile::kStages * Tile::kBytesKV;  // kStages tiles
+    // FP8: the V^T stages, then their barriers (kStages full, kStages empty).
+    unsigned char* sVt = sV + Tile::kStages * Tile::kBytesKV;
+    uint64_t* vtBar = reinterpret_cast<uint64_t*>(sVt + Tile::kStages * Tile::kBytesVt);
     __shared__ PipelineSm90<Tile::kStages> pipe;
     __shared__ int sBidir[2];
 
@@ -64,12 +67,20 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
     bidirUnion(p, b, q0, q1, sBidir, &bidirLo, &bidirHi);
     MaskPolicy<kBlockN> mask(p, seq, b, q0, q1, bidirLo, bidirHi);
     if (kSplits && p.numSplits > 1) mask.keepSplit(split, p.numSplits);
-    if (tid == 0) pipe.init(128, Tile::kNConsumerThreads / 32);
+    if (tid == 0) {
+        if constexpr (Tile::kFp8) {
+            for (int s = 0; s < Tile::kStages; ++s) {
+                Barrier::init(&vtBar[s], 128);
+                Barrier::init(&vtBar[Tile::kStages + s], Tile::kNConsumerThreads / 32);
+            }
+        }
+        pipe.init(128, Tile::kNConsumerThreads / 32);  // (its barrier-init fence covers vtBar)
+    }
     __syncthreads();
 
     if (warp < 4) {
         cutlass::arch::warpgroup_reg_dealloc<Tile::kProducerRegs>();
-        if (!mask.empty()) produceTiles<Elem, Tile, kKv>(p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid);
+        if (!mask.empty()) produceTiles<Elem, Tile, kKv>(p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid, sVt, vtBar);
         return;
     }
     cutlass::arch::warpgroup_reg_alloc<Tile::kConsumerRegs>();
@@ -86,15 +97,20 @@ __global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm9
     OnlineSoftmax<2> softmax;
     softmax.init();
     if (!mask.empty()) {
-        uint32_t const sQAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sQ)) + cwg * 64 * 128;
-        ConsumerSm90<ET, Tile> const consumer{p, seq, mask, pipe, sQAddr, static_cast<uint32_t>(__cvta_generic_to_shared(sK)),
-                                              static_cast<uint32_t>(__cvta_generic_to_shared(sV)), warpRow0 + g, t,
-                                              lane == 0, cwg};
+        uint32_t const sQAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sQ)) + cwg * 64 * Tile::kSwizzleBytes;
+        // Skip-softmax: log2(lambda), lambda = S / Lk; 0 (never skip) where lambda >= 1.
+        float const skipLog2 = kSkip && p.skipFactor > 0.0F && p.skipFactor < static_cast<float>(seq.lk)
+                                   ? log2f(p.skipFactor / static_cast<float>(seq.lk))
+                                   : 0.0F;
+        ConsumerSm90<ET, Tile, kSkip> const consumer{p, seq, mask, pipe, sQAddr, static_cast<uint32_t>(__cvta_generic_to_shared(sK)),
+                                                     static_cast<uint32_t>(__cvta_generic_to_shared(sV)), warpRow0 + g, t,
+                                                     lane == 0, cwg, skipLog2,
+                                                     static_cast<uint32_t>(__cvta_generic_to_shared(sVt)), vtBar};
         consumer.run(o, softmax);
     }
 
     float invSum[2], lse[2], scaleOut[2];
-    softmax.finalize(p.scale, invSum, lse);
+    softmax.template finalize<Tile::kPLog2>(p.scale, invSum, lse);
 #pragma unroll
     for (int r = 0; r < 2; ++r) scaleOut[r] = invSum[r] * p.outScale;
     auto const& o3 = *reinterpret_cast<float const(*)[1][kHeadDim / 8][4]>(&o);

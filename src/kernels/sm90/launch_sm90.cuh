@@ -6,46 +6,46 @@
 
 namespace fmha::sm90 {
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
-cudaError_t KernelSm90<kElem, kHeadDim, kKv>::launch(FmhaParams const& p, cudaStream_t stream) {
-    using Tile = TileSm90<kHeadDim>;
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
+cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip>::launch(FmhaParams const& p, cudaStream_t stream) {
+    using Tile = TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes>;
     // (Row tiles x split-KV parts) x (query heads, or KV heads when GQA is packed) x sequences.
     int64_t const rows = static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2;
     dim3 const grid(static_cast<unsigned>((rows + Tile::kBlockM - 1) / Tile::kBlockM * p.numSplits),
                     static_cast<unsigned>(p.numQHeads >> p.packLog2), static_cast<unsigned>(p.batch));
     TmaDescs tma;
-    makeTmaDescs(p, Tile::kBlockM, Tile::kBlockN, &tma);
+    makeTmaDescs(p, Tile::kBlockM, Tile::kBlockN, Tile::kSwizzleBytes, &tma);
     // This launch's error alone (see KernelSm80::launch).
     void* args[] = {const_cast<FmhaParams*>(&p), &tma};
-    return cudaLaunchKernel(reinterpret_cast<void const*>(&fwdKernelSm90<kElem, kHeadDim, kKv>), grid,
+    return cudaLaunchKernel(reinterpret_cast<void const*>(&fwdKernelSm90<kElem, kHeadDim, kKv, kSkip>), grid,
                             dim3(Tile::kNThreads), args, Tile::kSmemBytes, stream);
 }
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
-cudaError_t KernelSm90<kElem, kHeadDim, kKv>::prepare() {
-    return cudaFuncSetAttribute(fwdKernelSm90<kElem, kHeadDim, kKv>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                TileSm90<kHeadDim>::kSmemBytes);
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
+cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip>::prepare() {
+    return cudaFuncSetAttribute(fwdKernelSm90<kElem, kHeadDim, kKv, kSkip>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes>::kSmemBytes);
 }
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
-cudaError_t KernelSm90<kElem, kHeadDim, kKv>::probe() {
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
+cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip>::probe() {
     cudaFuncAttributes attr;
-    return cudaFuncGetAttributes(&attr, fwdKernelSm90<kElem, kHeadDim, kKv>);
+    return cudaFuncGetAttributes(&attr, fwdKernelSm90<kElem, kHeadDim, kKv, kSkip>);
 }
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
-int KernelSm90<kElem, kHeadDim, kKv>::smemBytes() {
-    return TileSm90<kHeadDim>::kSmemBytes;
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
+int KernelSm90<kElem, kHeadDim, kKv, kSkip>::smemBytes() {
+    return TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes>::kSmemBytes;
 }
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
-int KernelSm90<kElem, kHeadDim, kKv>::blockM() {
-    return TileSm90<kHeadDim>::kBlockM;
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
+int KernelSm90<kElem, kHeadDim, kKv, kSkip>::blockM() {
+    return TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes>::kBlockM;
 }
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv>
-int KernelSm90<kElem, kHeadDim, kKv>::blockN() {
-    return TileSm90<kHeadDim>::kBlockN;
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
+int KernelSm90<kElem, kHeadDim, kKv, kSkip>::blockN() {
+    return TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes>::kBlockN;
 }
 
 }  // namespace fmha::sm90

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include <cute/arch/mma_sm90_desc.hpp>
@@ -66,6 +67,33 @@ FMHA_GMMA_OPS(__nv_bfloat16, BF16, 64)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 128)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 256)
 #undef FMHA_GMMA_OPS
+// FP8 E4M3: both operands K-major (TN), 32 keys or head-dim columns a k-step.
+#define FMHA_GMMA_OPS_FP8(N)                                                   \
+    template <>                                                                \
+    struct GmmaOps<__nv_fp8_e4m3, N> {                                         \
+        using SS = gmma::MMA_64x##N##x32_F32E4M3E4M3_SS_TN<>;                  \
+        using RS = gmma::MMA_64x##N##x32_F32E4M3E4M3_RS_TN<>;                  \
+    };
+FMHA_GMMA_OPS_FP8(64)
+FMHA_GMMA_OPS_FP8(128)
+FMHA_GMMA_OPS_FP8(256)
+#undef FMHA_GMMA_OPS_FP8
+
+// Byte offset of chunk c (16 bytes, c < 4) of row r in a tile of 64-byte rows under the
+// 64-byte swizzle (chunks XOR-ed with (r / 2) % 4), which wgmma reads with sw64Desc.
+__device__ inline int swizzled64Offset(int r, int c) { return r * 64 + ((c ^ ((r / 2) % 4)) << 4); }
+
+// Descriptor of a K-major SWIZZLE_64B tile of 64-byte rows at addr (512-byte aligned atoms):
+// 8-row groups 512 B apart.
+__device__ inline uint64_t sw64Desc(uint32_t addr) {
+    cute::GmmaDescriptor d;
+    d.bitfield.start_address_ = static_cast<uint16_t>((addr & 0x3FFFF) >> 4);
+    d.bitfield.leading_byte_offset_ = 1;
+    d.bitfield.stride_byte_offset_ = 512 >> 4;
+    d.bitfield.base_offset_ = 0;
+    d.bitfield.layout_type_ = 2;  // SWIZZLE_64B
+    return d.desc_;
+}
 
 template <class Op, int N, size_t... I>
 __device__ inline void ss(uint64_t da, uint64_t db, float (&d)[N], gmma::ScaleOut scale, std::index_sequence<I...>) {
@@ -93,19 +121,26 @@ __device__ inline void fenceOperands(uint32_t (&a)[N][4]) {
 
 // Issues S[64 x kBlockN] = Q[warpgroup's 64 rows] . K^T as one wgmma group (no wait).
 // sQ: this warpgroup's first Q row inside a kRowsQ-row swizzled tile; sK: a kBlockN-row
-// swizzled tile.
+// swizzled tile. A k-step reads 32 bytes of each row (16 16-bit or 32 FP8 columns); rows of
+// 64 bytes (FP8 at D=64) are one 64-byte-swizzled block.
 template <class T, int kHeadDim, int kBlockN, int kRowsQ>
 __device__ inline void issueQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2]) {
     using Op = typename GmmaOps<T, kBlockN>::SS;
+    constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(T));
     fenceOperands(s);
     cute::warpgroup_arrive();
 #pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-        // k-step kk: column block kk/4, 32 bytes further per step inside the 128-byte row.
-        uint32_t const colOffQ = (kk / 4) * (kRowsQ * 128) + (kk % 4) * 32;
-        uint32_t const colOffK = (kk / 4) * (kBlockN * 128) + (kk % 4) * 32;
-        ss<Op>(sw128Desc(sQ + colOffQ, 0), sw128Desc(sK + colOffK, 0), s,
-               kk == 0 ? gmma::ScaleOut::Zero : gmma::ScaleOut::One, std::make_index_sequence<kBlockN / 2>{});
+    for (int kk = 0; kk < kRowBytes / 32; ++kk) {
+        if constexpr (kRowBytes == 64) {
+            ss<Op>(sw64Desc(sQ + kk * 32), sw64Desc(sK + kk * 32), s,
+                   kk == 0 ? gmma::ScaleOut::Zero : gmma::ScaleOut::One, std::make_index_sequence<kBlockN / 2>{});
+        } else {
+            // k-step kk: column block kk/4, 32 bytes further per step inside the 128-byte row.
+            uint32_t const colOffQ = (kk / 4) * (kRowsQ * 128) + (kk % 4) * 32;
+            uint32_t const colOffK = (kk / 4) * (kBlockN * 128) + (kk % 4) * 32;
+            ss<Op>(sw128Desc(sQ + colOffQ, 0), sw128Desc(sK + colOffK, 0), s,
+                   kk == 0 ? gmma::ScaleOut::Zero : gmma::ScaleOut::One, std::make_index_sequence<kBlockN / 2>{});
+        }
     }
     cute::warpgroup_commit_batch();
 }
@@ -123,6 +158,70 @@ __device__ inline void issuePV(uint32_t (&p)[kBlockN / 16][4], uint32_t sV, floa
     for (int kk = 0; kk < kBlockN / 16; ++kk)  // 16 keys = two 8-row groups, 2 KB further
         rs<Op>(p[kk], sw128Desc(sV + kk * 2048, kBlockN * 128), o, std::make_index_sequence<kHeadDim / 2>{});
     cute::warpgroup_commit_batch();
+}
+
+// FP8: O[64 x kHeadDim] += P[64 x kBlockN] . V as one wgmma group (no wait), P in registers
+// (E4M3 A fragments, keys in the order of permutedKey) and V^T a K-major swizzled tile of
+// kHeadDim rows of kBlockN keys (128: 128-byte swizzle; 64: 64-byte), in the same key order.
+template <int kHeadDim, int kBlockN>
+__device__ inline void issuePVFp8(uint32_t (&p)[kBlockN / 32][4], uint32_t sVt, float (&o)[kHeadDim / 2]) {
+    using Op = typename GmmaOps<__nv_fp8_e4m3, kHeadDim>::RS;
+    fenceOperands(p);
+    fenceOperands(o);
+    cute::warpgroup_arrive();
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 32; ++kk) {  // 32 keys = 32 bytes further in each V^T row
+        uint64_t const desc = kBlockN == 128 ? sw128Desc(sVt + kk * 32, 0) : sw64Desc(sVt + kk * 32);
+        rs<Op>(p[kk], desc, o, std::make_index_sequence<kHeadDim / 2>{});
+    }
+    cute::warpgroup_commit_batch();
+}
+
+// FP8 P.V: the key that slot k (0..31) of a 32-key k-step holds. An E4M3 A fragment gives
+// lane (g, t) slots 4t..4t+3 and 16+4t..16+4t+3 of rows g and g+8, where the S accumulator
+// gives it keys 8n+2t and 8n+2t+1 of each 8-key group n: slots take those keys in order (two
+// groups per four slots), so that P needs no exchange between lanes, and V^T's columns
+// follow the same order.
+__host__ __device__ constexpr int permutedKey(int k) {
+    return 16 * (k / 16) + 8 * ((k % 4) / 2) + 2 * ((k % 16) / 4) + (k % 2);
+}
+
+// FP8 producer: V^T of one stage from its raw V tile (kBlockN keys of kHeadDim bytes, as
+// loaded: 128-byte swizzled, or 64-byte at D=64): V^T row d, slot s of k-step kk holds
+// V[32 kk + permutedKey(s)][d], rows of kBlockN bytes (128: 128-byte swizzle; 64: 64-byte).
+// A warp moves one unit of 32 keys x 16 columns at a time: ldmatrix.trans gives lane (g, t),
+// from the 8-key group q, the bytes of columns 2g and 2g+1 of keys 8q+2t and 8q+2t+1; two
+// byte permutes per group pair make the words of V^T rows 2g and 2g+1 holding slots
+// 4t..4t+3 (keys 2t, 2t+1, 2t+8, 2t+9: permutedKey's order), and stmatrix writes them.
+// Lanes g >= 4 swap their two rows' words, so that each stored 8x16-byte matrix covers rows
+// of eight different swizzle phases: loads and stores are free of bank conflicts. tid < 128.
+template <int kHeadDim, int kBlockN>
+__device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, int tid) {
+    static_assert(kBlockN == 128 || kBlockN == 64, "V^T rows of one 128- or 64-byte swizzle span");
+    constexpr int kSteps = kBlockN / 32, kUnits = kSteps * (kHeadDim / 16);
+    static_assert(kUnits % 4 == 0, "whole units per warp");
+    int const lane = tid % 32, warp = tid / 32;
+    int const i = lane / 8, j = lane % 8;  // the matrix and row whose address this lane gives
+    bool const swap = lane >= 16;          // lane group g = lane / 4 >= 4
+    uint32_t const selEven = swap ? 0x7531 : 0x6420, selOdd = swap ? 0x6420 : 0x7531;
+#pragma unroll 2  // within the producer's 56 registers
+    for (int it = 0; it < kUnits / 4; ++it) {
+        int const u = warp + 4 * it, kk = u % kSteps, c = u / kSteps;
+        int const key = 32 * kk + 8 * i + j;
+        int const rawOff = kHeadDim == 64 ? swizzled64Offset(key, c) : swizzledOffset<kBlockN>(key, c);
+        uint32_t a[4];
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+                     : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(raw + rawOff)))
+                     : "memory");
+        int const d = 16 * c + 2 * j + ((i % 2) ^ (j >= 4 ? 1 : 0));
+        int const vtOff = kBlockN == 128 ? swizzledOffset<kHeadDim>(d, 2 * kk + i / 2) : swizzled64Offset(d, 2 * kk + i / 2);
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                         static_cast<uint32_t>(__cvta_generic_to_shared(vt + vtOff))),
+                     "r"(__byte_perm(a[0], a[1], selEven)), "r"(__byte_perm(a[0], a[1], selOdd)),
+                     "r"(__byte_perm(a[2], a[3], selEven)), "r"(__byte_perm(a[2], a[3], selOdd))
+                     : "memory");
+    }
 }
 
 // The mbarriers of one CTA. Tile i of the visit order uses stage i % kStages in phase
@@ -156,13 +255,29 @@ enum : int { kK = 0, kV = 1 };
 // threads arrive once on the stage's barrier: TMA with one expect-tx arrive and 127 plain
 // ones, cp.async with each thread's arrive firing when its own copies have landed.
 // The tile's rows start at m0 (tile rows; see PackedRows), its query heads at hq.
+// FP8 (Tile::kFp8): the consumers read V^T (sVt, barriers vtBar: kStages "full", then
+// kStages "empty"): the producer transposes each raw V stage once it has landed, one tile
+// behind its loads, and refills a raw stage only after all its threads have read it.
 template <class Elem, class Tile, KvAddressing kKv>
 __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq,
                                     MaskPolicy<Tile::kBlockN> const& mask, int b, int hq, int hkv, int m0,
                                     unsigned char* sQ, unsigned char* sK, unsigned char* sV,
-                                    PipelineSm90<Tile::kStages>& pipe, int ptid) {
+                                    PipelineSm90<Tile::kStages>& pipe, int ptid, unsigned char* sVt = nullptr,
+                                    uint64_t* vtBar = nullptr) {
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kStages = Tile::kStages;
-    constexpr int kChunks = Tile::kDim / 8, kColBlocks = Tile::kDim / 64, kElemBytes = ElemTraits<Elem>::kBytes;
+    constexpr int kSw = Tile::kSwizzleBytes;  // bytes of a row in one swizzled block (128, or 64)
+    constexpr int kChunks = Tile::kRowBytes / 16, kColBlocks = Tile::kRowBytes / kSw, kElemBytes = ElemTraits<Elem>::kBytes;
+    constexpr int kBoxCols = kSw / kElemBytes;  // elements of a TMA box row
+    // The byte offset of 16-byte chunk c of row r in a tile of kRows rows.
+    auto offsetIn = [](auto rowsTag, int r, int c) {
+        [[maybe_unused]] constexpr int kRows = decltype(rowsTag)::value;
+        if constexpr (kSw == 64)
+            return swizzled64Offset(r, c);
+        else
+            return swizzledOffset<kRows>(r, c);
+    };
+    // cp.async gathers copy 16-byte chunks as they are (FP8 included: no dequantisation).
+    using CopyElem = std::conditional_t<Tile::kFp8, __half, Elem>;
     constexpr uint64_t kKeep = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_LAST);  // K/V: reread by other tiles
     constexpr uint64_t kOnce = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST);
     int const D = p.headDim, lane = ptid % 32;
@@ -180,7 +295,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             TxBarrier::arrive_and_expect_tx(&pipe.qFull, Tile::kBytesQ);
 #pragma unroll
             for (int cb = 0; cb < kColBlocks; ++cb)
-                cute::SM90_TMA_LOAD_3D::copy(&tma.q, &pipe.qFull, kOnce, sQ + cb * kBlockM * 128, cb * 64, hq,
+                cute::SM90_TMA_LOAD_3D::copy(&tma.q, &pipe.qFull, kOnce, sQ + cb * kBlockM * kSw, cb * kBoxCols, hq,
                                              static_cast<int32_t>(seq.qBegin + PackedRows(p).query(m0)));
         } else {
             Barrier::arrive(&pipe.qFull);
@@ -194,8 +309,8 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             int const i = m0 + r;
             return i < rows ? qBase + packed.offset(i, rowStride, D) * kElemBytes : nullptr;
         };
-        auto dstQ = [&](int r, int c) { return sQ + swizzledOffset<kBlockM>(r, c); };
-        loadTile<Elem, kBlockM, kChunks, 128>(qRow, dstQ, 0, D / 8, p.q, ptid);
+        auto dstQ = [&](int r, int c) { return sQ + offsetIn(std::integral_constant<int, kBlockM>{}, r, c); };
+        loadTile<CopyElem, kBlockM, kChunks, 128>(qRow, dstQ, 0, D * kElemBytes / 16, p.q, ptid);
         cutlass::arch::cpasync_barrier_arrive_noinc(&pipe.qFull);
     }
 
@@ -206,7 +321,9 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     int const boxRows = kKv == KvAddressing::kPaged ? min(1 << pageLog2, kBlockN) : kBlockN;
     auto load = [&](int which, int i) {
         int const n = mask.nBlockMax - 1 - i, stage = i % kStages;
-        auto waitEmpty = [&] { Barrier::wait(&pipe.empty[which][stage], ((i / kStages) & 1) ^ 1); };
+        auto waitEmpty = [&] {  // FP8 raw V: the producer's own transposes free the stage
+            if (!(Tile::kFp8 && which == kV)) Barrier::wait(&pipe.empty[which][stage], ((i / kStages) & 1) ^ 1);
+        };
         uint64_t* full = &pipe.full[which][stage];
         unsigned char* base = (which == kV ? sV : sK) + stage * Tile::kBytesKV;
         int32_t const j0 = n * kBlockN;
@@ -232,8 +349,8 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                 if (ptid < boxes) {
 #pragma unroll
                     for (int cb = 0; cb < kColBlocks; ++cb)
-                        cute::SM90_TMA_LOAD_3D::copy(&tma.k, full, kKeep, base + cb * kBlockN * 128 + ptid * boxRows * 128,
-                                                     cb * 64, hkv, (page << pageLog2) + inPage);
+                        cute::SM90_TMA_LOAD_3D::copy(&tma.k, full, kKeep, base + cb * kBlockN * kSw + ptid * boxRows * kSw,
+                                                     cb * kBoxCols, hkv, (page << pageLog2) + inPage);
                 }
                 if (!lead) Barrier::arrive(full);
                 return;
@@ -248,7 +365,8 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                     int32_t const batch = p.kvRowsFromCu ? 0 : b;
 #pragma unroll
                     for (int cb = 0; cb < kColBlocks; ++cb)
-                        cute::SM90_TMA_LOAD_4D::copy(map, full, kKeep, base + cb * kBlockN * 128, cb * 64, row, hkv, batch);
+                        cute::SM90_TMA_LOAD_4D::copy(map, full, kKeep, base + cb * kBlockN * kSw, cb * kBoxCols, row, hkv,
+                                                     batch);
                 } else {
                     Barrier::arrive(full);
                 }
@@ -259,28 +377,71 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             int const j = j0 + r;
             return j < seq.lk ? kv.row(which == kV, j) : nullptr;
         };
-        auto dst = [&](int r, int c) { return base + swizzledOffset<kBlockN>(r, c); };
-        loadTile<Elem, kBlockN, kChunks, 128>(row, dst, 0, D / 8, p.k, ptid);
+        auto dst = [&](int r, int c) { return base + offsetIn(std::integral_constant<int, kBlockN>{}, r, c); };
+        loadTile<CopyElem, kBlockN, kChunks, 128>(row, dst, 0, D * kElemBytes / 16, p.k, ptid);
         cutlass::arch::cpasync_barrier_arrive_noinc(full);
     };
     int const nTiles = mask.nBlockMax - mask.nBlockMin;
-    load(kK, 0);
-    for (int i = 1; i < nTiles; ++i) {
-        load(kK, i);
-        load(kV, i - 1);
+    if constexpr (Tile::kFp8) {
+        // V^T of tile j: its raw stage has landed and the consumers are done with the V^T
+        // stage; every producer thread's part, then (after all have read the raw stage) the
+        // raw stage may be refilled.
+        auto transpose = [&](int j) {
+            int const stage = j % kStages, phase = (j / kStages) & 1;
+            Barrier::wait(&pipe.full[kV][stage], phase);
+            Barrier::wait(&vtBar[kStages + stage], phase ^ 1);
+            transposeV<Tile::kDim, kBlockN>(sV + stage * Tile::kBytesKV, sVt + stage * Tile::kBytesVt, ptid);
+            cutlass::arch::fence_view_async_shared();  // these writes -> the consumers' wgmma reads
+            Barrier::arrive(&vtBar[stage]);
+            cutlass::arch::NamedBarrier::sync(128, Tile::kBarrierProducer);  // the raw stage is read
+        };
+        load(kK, 0);
+        for (int i = 1; i < nTiles; ++i) {
+            load(kK, i);
+            load(kV, i - 1);
+            if (i >= 2) transpose(i - 2);
+        }
+        load(kV, nTiles - 1);
+        for (int j = nTiles >= 2 ? nTiles - 2 : 0; j < nTiles; ++j) transpose(j);
+    } else {
+        load(kK, 0);
+        for (int i = 1; i < nTiles; ++i) {
+            load(kK, i);
+            load(kV, i - 1);
+        }
+        load(kV, nTiles - 1);
     }
-    load(kV, nTiles - 1);
     cute::cp_async_wait<0>();  // no copy outlives its thread
 }
 
+// True in every thread of a consumer warpgroup when v holds in all its 128 threads (a named
+// barrier's reduction, barrier id per warpgroup).
+__device__ inline bool warpgroupAll(bool v, int barrier) {
+    uint32_t all;
+    asm volatile(
+        "{\n\t.reg .pred p, q;\n\t"
+        "setp.ne.u32 p, %1, 0;\n\t"
+        "bar.red.and.pred q, %2, 128, p;\n\t"
+        "selp.u32 %0, 1, 0, q;\n\t}"
+        : "=r"(all)
+        : "r"(static_cast<uint32_t>(v)), "r"(barrier)
+        : "memory");
+    return all != 0;
+}
+
 // Consumer warpgroup: every tile of the visit order through the two GEMMs and the online
-// softmax, accumulating this warpgroup's 64 rows of O.
-template <class ET, class Tile>
+// softmax, accumulating this warpgroup's 64 rows of O. kSkip: skip-softmax
+// (docs/SEMANTICS.md): a tile whose scores are negligible for every row of the warpgroup
+// skips its exponentials, its row sums and its P.V product; its V stage is waited for and
+// released unread.
+template <class ET, class Tile, bool kSkip = false>
 struct ConsumerSm90 {
-    using T = typename ET::Compute;
+    // FP8: E4M3 operands in both GEMMs (P converted from the softmax, scaled by kPScale).
+    using T = std::conditional_t<Tile::kFp8, __nv_fp8_e4m3, typename ET::Compute>;
     using Mask = MaskPolicy<Tile::kBlockN>;
     static constexpr int kBlockN = Tile::kBlockN, kStages = Tile::kStages, kNT = kBlockN / 8;
     static constexpr int kHeadDim = Tile::kDim;
+    static constexpr int kPSteps = kBlockN * static_cast<int>(sizeof(T)) / 32;  // P.V k-steps (A fragments)
 
     FmhaParams const& p;
     SeqInfo const& seq;
@@ -291,6 +452,9 @@ struct ConsumerSm90 {
     int t;                // lane position in its quad
     bool leadLane;        // lane 0: arrives for its warp
     int wg;               // consumer warpgroup, 0 or 1
+    float skipLog2;       // kSkip: log2(lambda); 0 where the sequence skips nothing (lambda >= 1)
+    uint32_t sVt;         // FP8: the V^T stages
+    uint64_t* vtBar;      // FP8: their barriers (kStages full, then kStages empty)
 
     // Ping-pong: the two warpgroups take turns issuing their GEMMs, so that the tensor cores
     // run one warpgroup's GEMMs while the other does its softmax. Each issue section waits
@@ -307,21 +471,32 @@ struct ConsumerSm90 {
                 cutlass::arch::NamedBarrier::arrive(Tile::kNConsumerThreads, Tile::kBarrierTurn0 + (wg ^ 1));
     }
 
+    // FP8: V means its V^T stage.
     __device__ void waitFull(int which, int i) const {
-        Barrier::wait(&pipe.full[which][i % kStages], (i / kStages) & 1);
+        uint64_t* bar = Tile::kFp8 && which == kV ? &vtBar[i % kStages] : &pipe.full[which][i % kStages];
+        Barrier::wait(bar, (i / kStages) & 1);
         cutlass::arch::fence_view_async_shared();  // cp.async (generic proxy) writes -> wgmma reads
     }
     __device__ void release(int which, int i) const {
-        if (leadLane) Barrier::arrive(&pipe.empty[which][i % kStages]);
+        uint64_t* bar = Tile::kFp8 && which == kV ? &vtBar[kStages + i % kStages] : &pipe.empty[which][i % kStages];
+        if (leadLane) Barrier::arrive(bar);
+    }
+    __device__ void issuePVStage(uint32_t (&pa)[kPSteps][4], int i, float (&o)[kHeadDim / 2]) const {
+        if constexpr (Tile::kFp8)
+            issuePVFp8<kHeadDim, kBlockN>(pa, sVt + (i % kStages) * Tile::kBytesVt, o);
+        else
+            issuePV<T, kHeadDim, kBlockN>(pa, stage(sV, i), o);
     }
     __device__ uint32_t stage(uint32_t base, int i) const { return base + (i % kStages) * Tile::kBytesKV; }
 
     // Masks tile n's scores and folds them into the running softmax: s becomes the tile's
-    // unnormalised probabilities; rescale: the factor for O's rows.
-    // rm: the mask rows of this thread's two query rows.
+    // unnormalised probabilities; rescale: the factor for O's rows. Returns true (the same in
+    // the whole warpgroup, kSkip only) where the tile is skipped instead: s, rescale and the
+    // softmax state are then left as they are.
+    // rm: the mask rows of this thread's two query rows; live: which of them are real rows.
     template <bool kMasked>
-    __device__ void softmaxStep(float (&s)[kBlockN / 2], int n, typename Mask::Row const (&rm)[2],
-                                OnlineSoftmax<2>& softmax, float (&rescale)[2]) const {
+    __device__ bool softmaxStep(float (&s)[kBlockN / 2], int n, typename Mask::Row const (&rm)[2],
+                                bool const (&live)[2], OnlineSoftmax<2>& softmax, float (&rescale)[2]) const {
         if constexpr (kMasked) {
 #pragma unroll
             for (int r = 0; r < 2; ++r)
@@ -335,46 +510,81 @@ struct ConsumerSm90 {
             for (int e = 0; e < 4; ++e) sr[e / 2][nt * 2 + (e & 1)] = s[nt * 4 + e];
         float tileMax[2];
         OnlineSoftmax<2>::tileMax(sr, tileMax);
-        softmax.update(sr, tileMax, p.scaleLog2, rescale);
+        if constexpr (kSkip) {
+            if (skipLog2 < 0.0F) {  // uniform in the CTA
+                bool mine = true;
+#pragma unroll
+                for (int r = 0; r < 2; ++r)
+                    mine = mine && (!live[r] || softmax.rowNegligible(r, tileMax[r], p.scaleLog2, skipLog2));
+                if (warpgroupAll(mine, Tile::kBarrierSkip0 + wg)) return true;
+            }
+        }
+        softmax.template update<kNT * 2, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
             for (int e = 0; e < 4; ++e) s[nt * 4 + e] = sr[e / 2][nt * 2 + (e & 1)];
+        return false;
     }
 
-    // P in the A-fragment layout of the P.V wgmma: k-step kk covers key groups 2kk, 2kk+1.
-    __device__ static void packP(float const (&s)[kBlockN / 2], uint32_t (&pa)[kBlockN / 16][4]) {
+    // P in the A-fragment layout of the P.V wgmma: k-step kk covers key groups 2kk, 2kk+1
+    // (16-bit), or 4kk .. 4kk+3 in permutedKey's order (FP8: already scaled by kPScale).
+    __device__ static void packP(float const (&s)[kBlockN / 2], uint32_t (&pa)[kPSteps][4]) {
+        if constexpr (Tile::kFp8) {
+            auto e4m3x2 = [](float lo, float hi) {  // lo in the low byte
+                return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(
+                    make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3));
+            };
 #pragma unroll
-        for (int kk = 0; kk < kBlockN / 16; ++kk)
+            for (int kk = 0; kk < kPSteps; ++kk)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                float const* v = s + (2 * kk + h) * 4;
-                pa[kk][2 * h + 0] = ET::pack(v[0], v[1]);
-                pa[kk][2 * h + 1] = ET::pack(v[2], v[3]);
-            }
+                for (int h = 0; h < 2; ++h) {  // groups 4kk + 2h, 4kk + 2h + 1: slots 16h + 4t ..
+                    float const* v0 = s + (4 * kk + 2 * h) * 4;
+                    float const* v1 = v0 + 4;
+                    pa[kk][2 * h + 0] = e4m3x2(v0[0], v0[1]) | (e4m3x2(v1[0], v1[1]) << 16);  // row g
+                    pa[kk][2 * h + 1] = e4m3x2(v0[2], v0[3]) | (e4m3x2(v1[2], v1[3]) << 16);  // row g + 8
+                }
+        } else {
+#pragma unroll
+            for (int kk = 0; kk < kBlockN / 16; ++kk)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    float const* v = s + (2 * kk + h) * 4;
+                    pa[kk][2 * h + 0] = ET::pack(v[0], v[1]);
+                    pa[kk][2 * h + 1] = ET::pack(v[2], v[3]);
+                }
+        }
     }
 
     // One step: Q.K^T of tile i and P.V of tile i-1 on the tensor cores while the
     // warpgroup waits for the first, then tile i's softmax while the second runs.
-    template <bool kMasked>
-    __device__ void step(int i, int nLast, typename Mask::Row const (&rm)[2], uint32_t (&pa)[kBlockN / 16][4],
-                         float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax) const {
+    // kPV: tile i-1 has a P.V (it was not skipped: kSkip only). skipped: out, whether tile i
+    // is (kSkip). A step without P.V is a body of its own, so that each body's wgmma pipeline
+    // is straight-line (a branch around the P.V serialises ptxas's wgmma pipeline: C7514).
+    template <bool kMasked, bool kPV = true>
+    __device__ void step(int i, int nLast, typename Mask::Row const (&rm)[2], bool const (&live)[2],
+                         uint32_t (&pa)[kPSteps][4], float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax,
+                         bool& skipped) const {
         float s[kBlockN / 2];
         float rescale[2];
         waitFull(kK, i);
         turnBegin();
         issueQK<T, kHeadDim, kBlockN, Tile::kBlockM>(sQ, stage(sK, i), s);
         waitFull(kV, i - 1);
-        issuePV<T, kHeadDim, kBlockN>(pa, stage(sV, i - 1), o);
+        if constexpr (kPV) issuePVStage(pa, i - 1, o);
         turnEnd(false);
-        cute::warpgroup_wait<1>();  // Q.K^T done; P.V still reads pa and writes o
+        cute::warpgroup_wait<kPV ? 1 : 0>();  // Q.K^T done; P.V still reads pa and writes o
         fenceOperands(s);
         release(kK, i);
-        softmaxStep<kMasked>(s, nLast - i, rm, softmax, rescale);
+        [[maybe_unused]] bool const skip = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale);
         cute::warpgroup_wait<0>();
         fenceOperands(o);
         fenceOperands(pa);  // pa stays live (unreused) until the P.V that reads it is done
         release(kV, i - 1);
+        if constexpr (kSkip) {
+            skipped = skip;
+            if (skip) return;  // o and pa stay; the next step issues no P.V for this tile
+        }
 #pragma unroll
         for (int nt = 0; nt < kHeadDim / 8; ++nt) {
             o[nt * 4 + 0] *= rescale[0];
@@ -394,10 +604,15 @@ struct ConsumerSm90 {
         // The mask of this thread's two rows, read once (rows past the sequence see nothing).
         PackedRows const packed(p);
         typename Mask::Row rm[2];
+        bool live[2];
 #pragma unroll
-        for (int r = 0; r < 2; ++r)
-            rm[r] = row0 + 8 * r < packed.count(seq.rows) ? mask.row(packed.query(row0 + 8 * r)) : Mask::none();
-        uint32_t pa[kBlockN / 16][4];
+        for (int r = 0; r < 2; ++r) {
+            live[r] = row0 + 8 * r < packed.count(seq.rows);
+            rm[r] = live[r] ? mask.row(packed.query(row0 + 8 * r)) : Mask::none();
+        }
+        uint32_t pa[kPSteps][4];
+        bool skipped = false;  // kSkip: the last tile visited was skipped
+        [[maybe_unused]] int nSkipped = 0;
         {
             float s[kBlockN / 2];
             float rescale[2];
@@ -410,25 +625,48 @@ struct ConsumerSm90 {
             cute::warpgroup_wait<0>();
             fenceOperands(s);
             release(kK, 0);
-            softmaxStep<true>(s, nLast, rm, softmax, rescale);  // O is still zero
-            packP(s, pa);
+            // O is still zero. Skipped only where the warpgroup holds no real row: a real
+            // row's first tile holds its maximum.
+            skipped = softmaxStep<true>(s, nLast, rm, live, softmax, rescale);
+            if (!skipped) packP(s, pa);
+            if constexpr (kSkip) nSkipped += skipped;
         }
         // Masked tiles (the causal diagonal, the ragged end) come first in the visit order,
         // then the unmasked run without mask code, then the masked window edge.
         int i = 1;
+        // One step of the visit order, with a P.V for the previous tile unless it was skipped.
+        auto visit = [&](auto masked) {
+            constexpr bool kMasked = decltype(masked)::value;
+            if constexpr (kSkip) {
+                if (skipped)
+                    step<kMasked, false>(i, nLast, rm, live, pa, o, softmax, skipped);
+                else
+                    step<kMasked>(i, nLast, rm, live, pa, o, softmax, skipped);
+                nSkipped += skipped;
+            } else {
+                step<kMasked>(i, nLast, rm, live, pa, o, softmax, skipped);
+            }
+        };
 #pragma unroll 1
-        for (; i < firstUnmasked; ++i) step<true>(i, nLast, rm, pa, o, softmax);
+        for (; i < firstUnmasked; ++i) visit(std::true_type{});
 #pragma unroll 1
-        for (; i < endUnmasked; ++i) step<false>(i, nLast, rm, pa, o, softmax);
+        for (; i < endUnmasked; ++i) visit(std::false_type{});
 #pragma unroll 1
-        for (; i < nTiles; ++i) step<true>(i, nLast, rm, pa, o, softmax);
+        for (; i < nTiles; ++i) visit(std::true_type{});
         waitFull(kV, nTiles - 1);
         turnBegin();
-        issuePV<T, kHeadDim, kBlockN>(pa, stage(sV, nTiles - 1), o);
+        if (!kSkip || !skipped) issuePVStage(pa, nTiles - 1, o);
         turnEnd(true);
         cute::warpgroup_wait<0>();
         fenceOperands(o);
         release(kV, nTiles - 1);
+        if constexpr (kSkip) {
+            // One thread a warpgroup adds its visited and skipped steps (tests and the benchmark).
+            if (p.skipStats != nullptr && threadIdx.x % 128 == 0) {
+                atomicAdd(&p.skipStats[0], static_cast<unsigned long long>(nTiles));
+                atomicAdd(&p.skipStats[1], static_cast<unsigned long long>(nSkipped));
+            }
+        }
     }
 };
 

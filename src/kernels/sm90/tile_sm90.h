@@ -3,10 +3,14 @@
 
 namespace fmha::sm90 {
 
-template <int kHeadDim>
+// kElemBytes: 2 (FP16/BF16) or 1 (FP8 E4M3; wgmma reads both FP8 operands K-major, so V is
+// transposed in shared memory into a stage of its own, kBytesVt).
+template <int kHeadDim, int kElemBytes = 2>
 struct TileSm90 {
     static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "native wgmma head dims");
+    static_assert(kElemBytes == 2 || kElemBytes == 1, "16-bit or FP8 elements");
     static constexpr int kDim = kHeadDim;
+    static constexpr bool kFp8 = kElemBytes == 1;
     // One producer warpgroup (TMA, or cp.async gathers, into a K/V mbarrier pipeline) and two
     // consumer warpgroups of 64 query rows each (the wgmma M).
     static constexpr int kNConsumerWarpGroups = 2;
@@ -18,28 +22,52 @@ struct TileSm90 {
     // alone takes 128, so 64-key tiles keep the thread inside its 232.
     static constexpr int kBlockN = kHeadDim <= 128 ? 128 : 64;
     // K/V stages, each a K and a V tile with their own barriers: Q + stages fill 112 KB
-    // (D=64, 3 stages), 160 KB (D=128, 2) and 192 KB (D=256, 2) of the 227 KB.
-    static constexpr int kStages = kHeadDim == 64 ? 3 : 2;
+    // (D=64, 3 stages), 160 KB (D=128, 2) and 192 KB (D=256, 2) of the 227 KB. FP8 tiles take
+    // half the bytes, so its stages (K, V and V^T) go deeper: the producer's transpose of a V
+    // tile then starts a tile earlier, off the consumers' path (104, 160 and 176 KB).
+    static constexpr int kStages = kElemBytes == 1 ? (kHeadDim == 64 ? 4 : 3) : (kHeadDim == 64 ? 3 : 2);
     // setmaxnreg: the producer gives registers to the consumers within the SM's 65536
     // (128 * 40 + 256 * 232 = 128 * 24 + 256 * 240 = 64512). D=256 holds 128 O registers
     // a thread and takes the larger share.
-    static constexpr int kProducerRegs = kHeadDim == 256 ? 24 : 40;
-    static constexpr int kConsumerRegs = kHeadDim == 256 ? 240 : 232;
+    // FP8: the producer also transposes V (128 * 56 + 256 * 224 = 64512), and P takes half
+    // the registers of 16-bit P (O + S + P: 168 at D=256).
+    static constexpr int kProducerRegs = kFp8 ? 56 : kHeadDim == 256 ? 24 : 40;
+    static constexpr int kConsumerRegs = kFp8 ? 224 : kHeadDim == 256 ? 240 : 232;
     // Ping-pong scheduling of the two consumer warpgroups (named barriers 2 and 3; 0 is
-    // __syncthreads, 1 the consumers' meeting before the epilogue).
+    // __syncthreads, 1 the consumers' meeting before the epilogue, 4 and 5 skip-softmax's votes).
 #ifndef FMHA_SM90_PINGPONG
 #define FMHA_SM90_PINGPONG 1
 #endif
     static constexpr bool kPingPong = FMHA_SM90_PINGPONG != 0;
     static constexpr int kBarrierConsumers = 1;
     static constexpr int kBarrierTurn0 = 2;
-    // Shared memory in 128-byte swizzled rows: 64 columns per block, blocks of rows x 128 B.
-    static constexpr int kBytesQ = kBlockM * kHeadDim * 2;
-    static constexpr int kBytesKV = kBlockN * kHeadDim * 2;
-    static constexpr int kSmemBytes = kBytesQ + 2 * kStages * kBytesKV + 1024;  // + alignment slack
+    static constexpr int kBarrierSkip0 = 4;  // skip-softmax's vote of each consumer warpgroup (4, 5)
+    // Shared memory in 128-byte swizzled rows: 128 bytes of columns per block (64 16-bit or
+    // 128 FP8 elements), blocks of rows x 128 B.
+    static constexpr int kRowBytes = kHeadDim * kElemBytes;
+    // Q, K and V rows: blocks of 128-byte rows under the 128-byte swizzle, or (FP8 at D=64)
+    // one block of 64-byte rows under the 64-byte swizzle.
+    static constexpr int kSwizzleBytes = kRowBytes >= 128 ? 128 : 64;
+    static_assert(kRowBytes % kSwizzleBytes == 0, "whole swizzle blocks");
+    static constexpr int kBytesQ = kBlockM * kRowBytes;
+    static constexpr int kBytesKV = kBlockN * kRowBytes;
+    // FP8: V^T of a stage, kHeadDim rows of kBlockN keys: 128-byte rows (128-byte swizzle) at
+    // D=128, 64-byte rows (64-byte swizzle) at D=256.
+    static constexpr int kBytesVt = kFp8 ? kHeadDim * kBlockN : 0;
+    // + the V^T stages' mbarriers (FP8), + alignment slack.
+    static constexpr int kSmemBytes = kBytesQ + 2 * kStages * kBytesKV + kStages * kBytesVt + (kFp8 ? 16 * kStages : 0) + 1024;
     // The epilogue stages O row-major with 16 bytes of padding per row, in the K/V space.
     static constexpr int kStrideO = kHeadDim + 8;
-    static_assert(kBlockM * kStrideO * 2 <= 2 * kStages * kBytesKV, "epilogue staging fits");
+    // (K, V and, FP8, the V^T stages that follow them)
+    static_assert(kBlockM * kStrideO * 2 <= 2 * kStages * kBytesKV + kStages * kBytesVt, "epilogue staging fits");
+    // FP8: P comes out of the exponentials multiplied by kPScale = 2^kPLog2 (the exponent
+    // shifted, no multiply) before its conversion to E4M3, so that probabilities up to 1 use
+    // the format's range (E4M3 holds up to 448); the row sums carry the same factor, so the
+    // epilogue's division by them removes it.
+    static constexpr int kPLog2 = kFp8 ? 8 : 0;
+    static constexpr float kPScale = static_cast<float>(1 << kPLog2);
+    // FP8: the producer warpgroup's barrier after it has read a raw V stage (named barrier 6).
+    static constexpr int kBarrierProducer = 6;
 };
 
 }  // namespace fmha::sm90

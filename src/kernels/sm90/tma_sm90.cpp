@@ -26,11 +26,11 @@ EncodeFn encoder() {
     return fn;
 }
 
-// One 16-bit tensor of rank dims, 128-byte swizzled boxes of 64 columns. strides: bytes,
-// dims 1.. (dim 0 is contiguous).
+// One tensor of 16-bit (elemBytes 2) or 8-bit elements of rank dims, boxes swizzled by
+// swizzleBytes (128 or 64: box[0] * elemBytes). strides: bytes, dims 1.. (dim 0 is contiguous).
 template <int kRank>
 bool encode(CUtensorMap* map, void const* base, cuuint64_t const (&dims)[kRank],
-            cuuint64_t const (&strides)[kRank - 1], cuuint32_t const (&box)[kRank]) {
+            cuuint64_t const (&strides)[kRank - 1], cuuint32_t const (&box)[kRank], int elemBytes, int swizzleBytes) {
     EncodeFn const fn = encoder();
     if (fn == nullptr || base == nullptr) return false;
     for (int i = 0; i < kRank; ++i)
@@ -39,17 +39,21 @@ bool encode(CUtensorMap* map, void const* base, cuuint64_t const (&dims)[kRank],
         if (strides[i] % 16 != 0 || strides[i] >= (cuuint64_t{1} << 40)) return false;
     cuuint32_t elementStrides[kRank];
     for (int i = 0; i < kRank; ++i) elementStrides[i] = 1;
-    return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, kRank, const_cast<void*>(base), dims, strides, box,
-              elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+    return fn(map, elemBytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16, kRank,
+              const_cast<void*>(base), dims, strides, box,
+              elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+              swizzleBytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 }  // namespace
 
-void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, TmaDescs* d) {
+void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes, TmaDescs* d) {
     d->qOk = 0;
     d->kvOk = 0;
-    cuuint64_t const e = 2, D = static_cast<cuuint64_t>(p.headDim);
+    int const elemBytes = p.element == ElementKind::kFp8 ? 1 : 2;
+    cuuint64_t const e = static_cast<cuuint64_t>(elemBytes), D = static_cast<cuuint64_t>(p.headDim);
+    cuuint32_t const boxCols = static_cast<cuuint32_t>(swizzleBytes / elemBytes);  // one swizzle row
     // Row coordinates are int32 in the kernel.
     int64_t const qRows = p.cuQ != nullptr ? p.totalQ : static_cast<int64_t>(p.batch) * p.seqLenQ;
     if (qRows > 0 && qRows <= INT32_MAX) {
@@ -57,8 +61,8 @@ void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, TmaDescs* d) {
         cuuint64_t const strides[2] = {D * e, static_cast<cuuint64_t>(p.numQHeads) * D * e};
         // Packed GQA: a box of 2^packLog2 heads x blockM / 2^packLog2 rows lands in shared
         // memory head-minor, the tile's row order.
-        cuuint32_t const box[3] = {64, 1u << p.packLog2, static_cast<cuuint32_t>(blockM >> p.packLog2)};
-        d->qOk = encode<3>(&d->q, p.q, dims, strides, box);
+        cuuint32_t const box[3] = {boxCols, 1u << p.packLog2, static_cast<cuuint32_t>(blockM >> p.packLog2)};
+        d->qOk = encode<3>(&d->q, p.q, dims, strides, box, elemBytes, swizzleBytes);
     }
     if (p.kvAddressing == KvAddressing::kPaged) {
         int64_t const tokens = static_cast<int64_t>(p.numPages) << p.pageSizeLog2;
@@ -66,8 +70,8 @@ void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, TmaDescs* d) {
         if (tokens > 0 && tokens <= INT32_MAX) {
             cuuint64_t const dims[3] = {D, static_cast<cuuint64_t>(p.numKVHeads), static_cast<cuuint64_t>(tokens)};
             cuuint64_t const strides[2] = {D * e, static_cast<cuuint64_t>(p.numKVHeads) * D * e};
-            cuuint32_t const box[3] = {64, 1, static_cast<cuuint32_t>(boxRows)};
-            d->kvOk = encode<3>(&d->k, p.k, dims, strides, box);
+            cuuint32_t const box[3] = {boxCols, 1, static_cast<cuuint32_t>(boxRows)};
+            d->kvOk = encode<3>(&d->k, p.k, dims, strides, box, elemBytes, swizzleBytes);
         }
     } else if (p.maxKvLen > 0) {
         // Packed rows (cuKV offsets) have one batch; its stride is never used.
@@ -77,8 +81,9 @@ void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, TmaDescs* d) {
                                     batches};
         cuuint64_t const strides[3] = {static_cast<cuuint64_t>(p.kvRowStride) * e,
                                        static_cast<cuuint64_t>(p.kvHeadStride) * e, batchStride};
-        cuuint32_t const box[4] = {64, static_cast<cuuint32_t>(blockN), 1, 1};
-        d->kvOk = encode<4>(&d->k, p.k, dims, strides, box) && encode<4>(&d->v, p.v, dims, strides, box);
+        cuuint32_t const box[4] = {boxCols, static_cast<cuuint32_t>(blockN), 1, 1};
+        d->kvOk = encode<4>(&d->k, p.k, dims, strides, box, elemBytes, swizzleBytes) &&
+                  encode<4>(&d->v, p.v, dims, strides, box, elemBytes, swizzleBytes);
     }
 }
 

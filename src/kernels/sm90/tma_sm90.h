@@ -12,18 +12,20 @@
 namespace fmha::sm90 {
 
 struct TmaDescs {
-    // Q: (D, numQHeads, Q rows), box (64, 1, blockM).
+    // Boxes are one swizzle row wide: 128 bytes (64 16-bit or 128 FP8 columns), or 64 bytes
+    // (FP8 at D=64) under the 64-byte swizzle: C columns below.
+    // Q: (D, numQHeads, Q rows), box (C, 1, blockM).
     CUtensorMap q;
-    // Strided K and V: (D, rows, numKVHeads, batches), box (64, blockN, 1, 1).
-    // Paged: k is the pool (D, numKVHeads, tokens), box (64, 1, min(pageSize, blockN)); v unused.
+    // Strided K and V: (D, rows, numKVHeads, batches), box (C, blockN, 1, 1).
+    // Paged: k is the pool (D, numKVHeads, tokens), box (C, 1, min(pageSize, blockN)); v unused.
     CUtensorMap k;
     CUtensorMap v;
     int32_t qOk = 0;
     int32_t kvOk = 0;
 };
 
-// Fills d for a launch with the given tile sizes (16-bit elements). Never fails: an operand
+// Fills d for a launch with the given tile sizes (16-bit or FP8 elements, p.element). Never fails: an operand
 // whose descriptor cannot be encoded keeps its flag at 0.
-void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, TmaDescs* d);
+void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes, TmaDescs* d);
 
 }  // namespace fmha::sm90
