@@ -89,15 +89,17 @@ namespace {
 
 // Rewrites an LLM or paged problem's Q and K (makeProblem's spec.structured). The keys fall into
 // segments of kSegment positions, segment s holding the basis vector e_(s mod kEmbed) times
-// kAmp in dims 0..kEmbed-1; a query holds its own segment's vector plus kPrev times the
-// previous segment's (normalised), so that its scores are about 189 on its own segment, 66 on
-// the previous one and 0 elsewhere. Dim kEmbed marks the heavy-hitter keys (the first 64 and
+// kAmp in dims 0..kEmbed-1; a query holds its own segment's vector plus kPrev
+// (spec.structuredPrev) times the previous segment's (normalised), so that its scores are
+// about 189 on its own segment, 66 on the previous one and 0 elsewhere (kPrev 0.35; 175 and
+// 96 at 0.55). Dim kEmbed marks the heavy-hitter keys (the first 64 and
 // three random blocks of 64: +100 for every query); the other dims are noise in [-1, 1]
 // (score noise of std 2.6 at D=128). A query's segment is that of its own key position
 // (bottom-right aligned).
 void structureScores(HostProblem& p, std::mt19937_64& rng) {
     constexpr int kSegment = 1024, kEmbed = 64, kBlock = 64;
-    constexpr float kAmp = 14.142F, kPrev = 0.35F, kHeavy = 10.0F;
+    constexpr float kAmp = 14.142F, kHeavy = 10.0F;
+    float const kPrev = p.spec.structuredPrev;
     ProblemSpec const& s = p.spec;
     DataType const t = s.dtype;
     int32_t const B = static_cast<int32_t>(s.lk.size()), Hq = s.numQHeads, Hkv = s.numKVHeads, D = s.headDim;

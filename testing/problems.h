@@ -39,8 +39,11 @@ struct ProblemSpec {
     int graph = 0;
     // LLM and paged modes, 16-bit input, D > 64: queries and keys with the structure of an
     // LLM's attention (see makeProblem) instead of uniform noise; skip-softmax's tests and
-    // benchmark.
+    // benchmark. structuredPrev: the weight of the previous segment's vector in a query (its
+    // scores there, relative to its own segment's: 0.35 puts them 15.7 base-2 units of the
+    // softmax below at D=128, 0.55 10 units, so that small factors keep that segment).
     bool structured = false;
+    float structuredPrev = 0.35F;
     uint64_t seed = 1;
 };
 
