@@ -34,8 +34,9 @@ int setSmemBudgetCap(int bytes);
 
 // The kernel for (element, head dim, addressing) on SM version smVersion with smemLimit bytes
 // of shared memory a block: the Hopper family where it covers the combination (sm_90, not
-// forced portable; skip-softmax where the family has that variant) and fits, else the first portable configuration that
-// fits (the default tiles, then the compact ones). False when none was built or none fits.
+// forced portable; skip-softmax where the family has that variant) and fits, else the first
+// portable configuration that fits (the default tiles, then the compact ones). False when
+// none was built or none fits.
 // Dispatch and canImplement both answer from here.
 bool findKernel(ElementKind element, int headDim, KvAddressing kv, int smVersion, int smemLimit, bool skipSoftmax,
                 KernelOps* ops);

@@ -699,6 +699,10 @@ SeqGeometry seqGeometry(HostProblem const& p, int32_t b) {
 
 void naiveAttention(HostProblem const& p, ref::Result* out, std::vector<int32_t>* coverage,
                     std::vector<double>* fp8Tol) {
+    // E4M3 rounding of the Hopper family's P (scaled by kPScale): 2^-4 relative (3 mantissa
+    // bits), or 2^-10 absolute of the scaled value below E4M3's normal range.
+    constexpr double kE4m3HalfUlp = 1.0 / 16;
+    constexpr double kE4m3HalfSubnormal = 1.0 / 1024 / sm90::TileSm90<128, 1>::kPScale;
     ProblemSpec const& s = p.spec;
     int32_t const B = static_cast<int32_t>(s.lk.size()), Hq = s.numQHeads, Hkv = s.numKVHeads, D = s.headDim;
     int32_t const group = Hq / Hkv;
@@ -782,8 +786,8 @@ void naiveAttention(HostProblem const& p, ref::Result* out, std::vector<int32_t>
                     for (int32_t d = 0; d < D; ++d) {
                         double const v = kvElem(vbuf, vb, d) * p.vScale;
                         out->o[static_cast<size_t>(oRow + d)] += w * v;
-                        if (fp8Tol) {  // E4M3 P: 2^-4 of w, or 2^-18 / sum below the normal range
-                            (*fp8Tol)[static_cast<size_t>(oRow + d)] += (w / 16.0 + 1.0 / (262144.0 * sum)) * std::fabs(v);
+                        if (fp8Tol) {  // E4M3 P: half an ulp of w, or of the subnormal step below
+                            (*fp8Tol)[static_cast<size_t>(oRow + d)] += (w * kE4m3HalfUlp + kE4m3HalfSubnormal / sum) * std::fabs(v);
                             maxV[static_cast<size_t>(d)] = std::max(maxV[static_cast<size_t>(d)], std::fabs(v));
                         }
                     }

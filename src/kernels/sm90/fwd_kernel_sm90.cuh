@@ -24,11 +24,15 @@
 
 namespace fmha::sm90 {
 
+// The tile configuration of an instance: by head dim and element size.
+template <ElementKind kElem, int kHeadDim>
+using TileOf = TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes>;
+
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
-__global__ void __launch_bounds__(TileSm90<kHeadDim>::kNThreads, 1) fwdKernelSm90(FmhaParams const p,
-                                                                                     __grid_constant__ TmaDescs const tma) {
+__global__ void __launch_bounds__(TileOf<kElem, kHeadDim>::kNThreads, 1) fwdKernelSm90(FmhaParams const p,
+                                                                                          __grid_constant__ TmaDescs const tma) {
     using Elem = typename ElemOf<kElem>::type;
-    using Tile = TileSm90<kHeadDim, ElemTraits<Elem>::kBytes>;
+    using Tile = TileOf<kElem, kHeadDim>;
     using ET = ElemTraits<Elem>;
     using Out = typename ET::Out;
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN;

@@ -8,7 +8,7 @@ namespace fmha::sm90 {
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
 cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip>::launch(FmhaParams const& p, cudaStream_t stream) {
-    using Tile = TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes>;
+    using Tile = TileOf<kElem, kHeadDim>;
     // (Row tiles x split-KV parts) x (query heads, or KV heads when GQA is packed) x sequences.
     int64_t const rows = static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2;
     dim3 const grid(static_cast<unsigned>((rows + Tile::kBlockM - 1) / Tile::kBlockM * p.numSplits),
@@ -24,7 +24,7 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip>::launch(FmhaParams const& p,
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
 cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip>::prepare() {
     return cudaFuncSetAttribute(fwdKernelSm90<kElem, kHeadDim, kKv, kSkip>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes>::kSmemBytes);
+                                TileOf<kElem, kHeadDim>::kSmemBytes);
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
@@ -35,17 +35,17 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip>::probe() {
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
 int KernelSm90<kElem, kHeadDim, kKv, kSkip>::smemBytes() {
-    return TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes>::kSmemBytes;
+    return TileOf<kElem, kHeadDim>::kSmemBytes;
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
 int KernelSm90<kElem, kHeadDim, kKv, kSkip>::blockM() {
-    return TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes>::kBlockM;
+    return TileOf<kElem, kHeadDim>::kBlockM;
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
 int KernelSm90<kElem, kHeadDim, kKv, kSkip>::blockN() {
-    return TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes>::kBlockN;
+    return TileOf<kElem, kHeadDim>::kBlockN;
 }
 
 }  // namespace fmha::sm90

@@ -24,7 +24,7 @@ struct TileSm90 {
     // K/V stages, each a K and a V tile with their own barriers: Q + stages fill 112 KB
     // (D=64, 3 stages), 160 KB (D=128, 2) and 192 KB (D=256, 2) of the 227 KB. FP8 tiles take
     // half the bytes, so its stages (K, V and V^T) go deeper: the producer's transpose of a V
-    // tile then starts a tile earlier, off the consumers' path (104, 160 and 176 KB).
+    // tile then starts a tile earlier, off the consumers' path (105, 161 and 177 KB).
     static constexpr int kStages = kElemBytes == 1 ? (kHeadDim == 64 ? 4 : 3) : (kHeadDim == 64 ? 3 : 2);
     // setmaxnreg: the producer gives registers to the consumers within the SM's 65536
     // (128 * 40 + 256 * 232 = 128 * 24 + 256 * 240 = 64512). D=256 holds 128 O registers

@@ -24,8 +24,8 @@ struct TmaDescs {
     int32_t kvOk = 0;
 };
 
-// Fills d for a launch with the given tile sizes (16-bit or FP8 elements, p.element). Never fails: an operand
-// whose descriptor cannot be encoded keeps its flag at 0.
+// Fills d for a launch with the given tile sizes (16-bit or FP8 elements, p.element). Never
+// fails: an operand whose descriptor cannot be encoded keeps its flag at 0.
 void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes, TmaDescs* d);
 
 }  // namespace fmha::sm90
