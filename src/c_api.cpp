@@ -2,6 +2,7 @@
 #include "fmha/fmha_c.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <string>
@@ -19,14 +20,14 @@ cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
 bool nullRunner() { return fmha::detail::fail("runner is null"); }
 fmha::DataType asType(int32_t t) { return static_cast<fmha::DataType>(t); }
 // A caller's struct of type T, read by its struct_size: a struct from an older header (at
-// least the first version's size, which is today's) gets the defaults for the fields it
-// lacks; one from a newer header must leave the fields this library does not know zero.
+// least the first version's size: 0.3's, which ends at lse) gets the defaults for the fields
+// it lacks; one from a newer header must leave the fields this library does not know zero.
 template <class T>
 bool readStruct(T const* in, char const* mode, char const* type, void (*init)(T*), T* out) {
     using fmha::detail::fail;
     std::string const where = std::string(mode) + ": " + type;
     if (in == nullptr) return fail(where + " is null");
-    size_t const size = in->struct_size, first = sizeof(T);
+    size_t const size = in->struct_size, first = offsetof(T, bf16_output);
     if (size < first)
         return fail(where + ".struct_size (" + std::to_string(size) + ") is below the first version's size (" +
                     std::to_string(first) + "); set it to sizeof(" + type + ") or call " + type + "_init");
@@ -47,7 +48,7 @@ bool toCpp(fmha_llm_args const* in, char const* mode, fmha::LlmArgs* a) {
     a->q = c.q, a->kv = c.kv, a->o = c.o, a->cuKVSeqLens = c.cu_kv_seq_lens, a->stream = asStream(c.stream);
     a->attentionScale = c.attention_scale, a->slidingWindowSize = c.sliding_window_size;
     a->inputType = asType(c.input_data_type), a->qScale = c.q_scale, a->kScale = c.k_scale, a->vScale = c.v_scale;
-    a->skipSoftmaxScaleFactor = c.skip_softmax_scale_factor, a->lse = c.lse;
+    a->skipSoftmaxScaleFactor = c.skip_softmax_scale_factor, a->lse = c.lse, a->bf16Output = c.bf16_output != 0;
     return true;
 }
 
@@ -61,7 +62,7 @@ bool toCpp(fmha_paged_args const* in, char const* mode, fmha::PagedArgs* a) {
     a->qScale = c.q_scale, a->kScale = c.k_scale, a->vScale = c.v_scale, a->isCausal = c.is_causal;
     a->skipSoftmaxScaleFactor = c.skip_softmax_scale_factor;
     a->bidirectionalBlockBegin = c.bidirectional_block_begin, a->bidirectionalBlockEnd = c.bidirectional_block_end;
-    a->lse = c.lse;
+    a->lse = c.lse, a->bf16Output = c.bf16_output != 0;
     return true;
 }
 
@@ -74,6 +75,7 @@ bool toCpp(fmha_paged_ragged_args const* in, char const* mode, fmha::PagedRagged
     a->tokensPerPage = c.tokens_per_page, a->stream = asStream(c.stream), a->attentionScale = c.attention_scale;
     a->slidingWindowSize = c.sliding_window_size, a->inputType = asType(c.input_data_type);
     a->qScale = c.q_scale, a->kScale = c.k_scale, a->vScale = c.v_scale, a->lse = c.lse;
+    a->bf16Output = c.bf16_output != 0;
     return true;
 }
 
@@ -84,6 +86,7 @@ bool toCpp(fmha_vit_args const* in, char const* mode, fmha::VitArgs* a) {
     a->maxSeqLen = c.max_seq_len, a->batchSize = c.batch_size, a->stream = asStream(c.stream);
     a->attentionScale = c.attention_scale, a->inputType = asType(c.input_data_type);
     a->qScale = c.q_scale, a->kScale = c.k_scale, a->vScale = c.v_scale, a->lse = c.lse;
+    a->bf16Output = c.bf16_output != 0;
     return true;
 }
 

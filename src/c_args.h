@@ -15,6 +15,7 @@ inline fmha_llm_args toC(fmha::LlmArgs const& a) {
     c.attention_scale = a.attentionScale, c.sliding_window_size = a.slidingWindowSize;
     c.input_data_type = static_cast<int32_t>(a.inputType), c.q_scale = a.qScale, c.k_scale = a.kScale;
     c.v_scale = a.vScale, c.skip_softmax_scale_factor = a.skipSoftmaxScaleFactor, c.lse = a.lse;
+    c.bf16_output = a.bf16Output;
     return c;
 }
 inline fmha_paged_args toC(fmha::PagedArgs const& a) {
@@ -26,7 +27,7 @@ inline fmha_paged_args toC(fmha::PagedArgs const& a) {
     c.input_data_type = static_cast<int32_t>(a.inputType), c.q_scale = a.qScale, c.k_scale = a.kScale;
     c.v_scale = a.vScale, c.is_causal = a.isCausal, c.skip_softmax_scale_factor = a.skipSoftmaxScaleFactor;
     c.bidirectional_block_begin = a.bidirectionalBlockBegin, c.bidirectional_block_end = a.bidirectionalBlockEnd;
-    c.lse = a.lse;
+    c.lse = a.lse, c.bf16_output = a.bf16Output;
     return c;
 }
 inline fmha_paged_ragged_args toC(fmha::PagedRaggedArgs const& a) {
@@ -37,7 +38,7 @@ inline fmha_paged_ragged_args toC(fmha::PagedRaggedArgs const& a) {
     c.num_flat_pages = a.numFlatPages, c.max_pages_per_seq = a.maxPagesPerSeq, c.tokens_per_page = a.tokensPerPage;
     c.stream = a.stream, c.attention_scale = a.attentionScale, c.sliding_window_size = a.slidingWindowSize;
     c.input_data_type = static_cast<int32_t>(a.inputType), c.q_scale = a.qScale, c.k_scale = a.kScale;
-    c.v_scale = a.vScale, c.lse = a.lse;
+    c.v_scale = a.vScale, c.lse = a.lse, c.bf16_output = a.bf16Output;
     return c;
 }
 inline fmha_vit_args toC(fmha::VitArgs const& a) {
@@ -46,7 +47,7 @@ inline fmha_vit_args toC(fmha::VitArgs const& a) {
     c.q = a.q, c.k = a.k, c.v = a.v, c.o = a.o, c.cu_seq_lens = a.cuSeqLens, c.total_seq_len = a.totalSeqLen;
     c.max_seq_len = a.maxSeqLen, c.batch_size = a.batchSize, c.stream = a.stream, c.attention_scale = a.attentionScale;
     c.input_data_type = static_cast<int32_t>(a.inputType), c.q_scale = a.qScale, c.k_scale = a.kScale;
-    c.v_scale = a.vScale, c.lse = a.lse;
+    c.v_scale = a.vScale, c.lse = a.lse, c.bf16_output = a.bf16Output;
     return c;
 }
 

@@ -92,6 +92,8 @@ struct FmhaParams {
     // the (consumer warpgroup, key tile) steps it visited to [0] and those it skipped to [1].
     // Last, so that the kernels' offsets of the fields above stay as they were.
     unsigned long long* skipStats = nullptr;
+    // FP8 input: O is written as BF16 instead of FP16 (FP8 instances only read it).
+    bool outBf16 = false;
 };
 
 }  // namespace fmha

@@ -110,6 +110,7 @@ struct Common {
     float skip;
     bool causal;
     bool bidirectional;
+    bool bf16Output;
 };
 
 bool checkVariant(Common const& c, bool checkScales) {
@@ -136,6 +137,9 @@ bool checkVariant(Common const& c, bool checkScales) {
         return fail(cat(mode, ": slidingWindowSize (", c.window, ") must be >= 0 or INT_MAX (disabled)"));
     if (c.window != INT_MAX && !c.causal)
         return fail(cat(mode, ": a sliding window needs the causal mask (isCausal = true)"));
+    if (c.bf16Output && c.inputType != DataType::kFP8)
+        return fail(cat(mode, ": bf16Output selects BF16 output for FP8 input; ", dataTypeName(c.inputType),
+                        " input writes O in its own type"));
     if (!std::isfinite(c.skip) || c.skip < 0.0F)
         return fail(cat(mode, ": skipSoftmaxScaleFactor (", c.skip, ") must be finite and >= 0 (0 disables it)"));
     if (c.skip > 0.0F) {
@@ -340,6 +344,7 @@ void fillCommon(FmhaParams& p, Common const& c) {
     p.scale = scale;
     p.scaleLog2 = scale * kLog2e;
     p.outScale = fp8 ? c.vScale : 1.0F;
+    p.outBf16 = fp8 && c.bf16Output;
     p.causal = c.causal;
     p.window = c.window;
     p.skipFactor = c.skip;
@@ -416,7 +421,7 @@ struct LlmMode {
     using Args = LlmArgs;
     static Common common(FmhaRunner const& r, Args const& a, bool) {
         return {Mode::kLlm, r.numQHeads(), r.numKVHeads(), r.headDim(), a.inputType, a.attentionScale, a.qScale,
-                a.kScale, a.vScale, a.slidingWindowSize, a.skipSoftmaxScaleFactor, true, false};
+                a.kScale, a.vScale, a.slidingWindowSize, a.skipSoftmaxScaleFactor, true, false, a.bf16Output};
     }
     static bool check(FmhaRunner const& r, Args const& a) {
         char const* mode = "llm";
@@ -446,7 +451,8 @@ struct PagedMode {
     using Args = PagedArgs;
     static Common common(FmhaRunner const& r, Args const& a, bool bidirectional) {
         return {Mode::kPaged, r.numQHeads(), r.numKVHeads(), r.headDim(), a.inputType, a.attentionScale, a.qScale,
-                a.kScale, a.vScale, a.slidingWindowSize, a.skipSoftmaxScaleFactor, a.isCausal, bidirectional};
+                a.kScale, a.vScale, a.slidingWindowSize, a.skipSoftmaxScaleFactor, a.isCausal, bidirectional,
+                a.bf16Output};
     }
     static bool check(FmhaRunner const& r, Args const& a, DataType kvDataType) {
         char const* mode = "paged";
@@ -472,7 +478,7 @@ struct RaggedMode {
     using Args = PagedRaggedArgs;
     static Common common(FmhaRunner const& r, Args const& a, bool) {
         return {Mode::kPagedRagged, r.numQHeads(), r.numKVHeads(), r.headDim(), a.inputType, a.attentionScale,
-                a.qScale, a.kScale, a.vScale, a.slidingWindowSize, 0.0F, true, false};
+                a.qScale, a.kScale, a.vScale, a.slidingWindowSize, 0.0F, true, false, a.bf16Output};
     }
     static bool check(FmhaRunner const& r, Args const& a) {
         char const* mode = "ragged";
@@ -505,7 +511,7 @@ struct VitMode {
     using Args = VitArgs;
     static Common common(FmhaRunner const& r, Args const& a, bool) {
         return {Mode::kVit, r.numQHeads(), r.numKVHeads(), r.headDim(), a.inputType, a.attentionScale, a.qScale,
-                a.kScale, a.vScale, INT_MAX, 0.0F, false, false};
+                a.kScale, a.vScale, INT_MAX, 0.0F, false, false, a.bf16Output};
     }
     // A rule of the variant (run and preflight): Q, K and V share one head count.
     static bool checkVariantHeads(FmhaRunner const& r) {

@@ -123,6 +123,8 @@ ProblemSpec randomSpec(Rng& r, FuzzFilter const& f) {
     // One case in five goes through the C API's struct functions (which carry every option);
     // drawn from the seed, so that the problems stay those of earlier versions of the generator.
     s.cApi = splitmix(s.seed ^ 0xC0FFEEULL) % 5 == 0;
+    // One FP8 case in three asks for BF16 output (also from the seed).
+    s.bf16Out = s.dtype == DataType::kFP8 && splitmix(s.seed ^ 0xBF16ULL) % 3 == 0;
     // Split-KV, drawn from the seed the same way: a paged case forces a part count one time in
     // three (the automatic choice otherwise), and one in four becomes a decode step (1-8 new
     // queries a sequence over a long history; parts then outnumber a short sequence's tiles).
@@ -244,7 +246,7 @@ bool judgeMalformed(HostProblem const& p, GpuResult const& gpu, std::string* why
         }
     }
     int64_t const rowElems = p.oElems / std::max<int64_t>(1, static_cast<int64_t>(coverage.size()));
-    bool const bf16 = p.spec.dtype == DataType::kBF16;
+    bool const bf16 = bf16Output(p.spec);
     double const atol = ((bf16 ? 4e-2 : 1e-2) + 2.0 * p.spec.skip) * p.spec.valueRange;
     for (size_t row = 0; row < coverage.size(); ++row) {
         bool const ambiguous = coverage[row] > 1 || (coverage[row] == 1 && zeroed[row]);

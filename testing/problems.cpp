@@ -78,6 +78,7 @@ std::string HostProblem::describe() const {
     if (spec.mode == Mode::kPaged && !spec.causal) os << " non-causal";
     if (spec.window != INT_MAX) os << " window=" << spec.window;
     if (spec.bidirectional) os << " bidir";
+    if (spec.bf16Out) os << " bf16-out";
     if (spec.skip > 0) os << " skip=" << spec.skip;
     if (spec.splits != 0) os << " splits=" << spec.splits;
     if (spec.graph != 0) os << (spec.graph == 1 ? " [graph]" : " [graph, no preflight]");
@@ -325,6 +326,7 @@ bool withArgs(HostProblem const& p, void const* q, void const* k, void const* v,
         a.attentionScale = scale;
         a.slidingWindowSize = s.window;
         a.inputType = s.dtype;
+        a.bf16Output = s.bf16Out;
         a.qScale = p.qScale;
         a.kScale = p.kScale;
         a.vScale = p.vScale;
@@ -345,6 +347,7 @@ bool withArgs(HostProblem const& p, void const* q, void const* k, void const* v,
         a.attentionScale = scale;
         a.slidingWindowSize = s.window;
         a.inputType = s.dtype;
+        a.bf16Output = s.bf16Out;
         a.qScale = p.qScale;
         a.kScale = p.kScale;
         a.vScale = p.vScale;
@@ -371,6 +374,7 @@ bool withArgs(HostProblem const& p, void const* q, void const* k, void const* v,
         a.attentionScale = scale;
         a.slidingWindowSize = s.window;
         a.inputType = s.dtype;
+        a.bf16Output = s.bf16Out;
         a.qScale = p.qScale;
         a.kScale = p.kScale;
         a.vScale = p.vScale;
@@ -389,6 +393,7 @@ bool withArgs(HostProblem const& p, void const* q, void const* k, void const* v,
         a.batchSize = p.shape.batchSize;
         a.attentionScale = scale;
         a.inputType = s.dtype;
+        a.bf16Output = s.bf16Out;
         a.qScale = p.qScale;
         a.kScale = p.kScale;
         a.vScale = p.vScale;
@@ -572,6 +577,10 @@ bool runReference(HostProblem const& p, ref::Options const& opt, ref::Result* ou
                     });
 }
 
+bool bf16Output(ProblemSpec const& s) {
+    return s.dtype == DataType::kBF16 || (s.dtype == DataType::kFP8 && s.bf16Out);
+}
+
 double fp8ScoreErr(HostProblem const& p, std::string const& family) {
     if (family != "sm90" || p.spec.dtype != DataType::kFP8) return 0.0;
     int32_t const D = p.spec.headDim;
@@ -591,7 +600,7 @@ double fp8ScoreErr(HostProblem const& p, std::string const& family) {
 Verdict compare(HostProblem const& p, GpuResult const& gpu, ref::Result const& exact, ref::Result const& lowp,
                 double extraBound) {
     Verdict v;
-    bool const bf16 = p.spec.dtype == DataType::kBF16;
+    bool const bf16 = bf16Output(p.spec);  // the output's type: its rounding and decoding
     double const range = p.spec.valueRange;
     double const atol = (bf16 ? 4e-3 : 1e-3) * range;
     double const scoreErr = fp8ScoreErr(p, gpu.family);

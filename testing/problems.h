@@ -30,6 +30,7 @@ struct ProblemSpec {
     float skip = 0.0F;
     bool bidirectional = false;  // paged mode: random vision runs
     bool withLse = true;
+    bool bf16Out = false;  // FP8 input: O in BF16 (the runner's bf16Output)
     float attentionScale = 0.0F;  // 0: 1/sqrt(D)
     float valueRange = 1.0F;      // inputs uniform in [-valueRange, valueRange] (before quantisation)
     bool cApi = false;            // run through the C API's *_args functions instead of the C++ runner
@@ -116,6 +117,9 @@ double fp8ScoreErr(HostProblem const& p, std::string const& family);
 // the softmax within a factor e^(+-2 delta)).
 Verdict compare(HostProblem const& p, GpuResult const& gpu, ref::Result const& exact, ref::Result const& lowp,
                 double extraBound = 0.0);
+
+// Whether the problem's O is BF16 (BF16 input, or FP8 input with bf16Out), else FP16.
+bool bf16Output(ProblemSpec const& s);
 
 // Sequence b's packed Q rows and keys as the kernels read them: the metadata clamped as
 // docs/SEMANTICS.md documents for malformed device data (the identity on valid metadata).

@@ -146,6 +146,23 @@ inline std::vector<Case> edgeCases(double scale) {
         w.spec.window = 20;
         v.push_back(w);
     }
+    // FP8 input with BF16 output, in every mode and both families' head dims (72 and 512 run
+    // the portable family everywhere), split-KV's combine included.
+    {
+        auto bf16Out = [&](Case c, int pageSize = 64, int splits = 0) {
+            c.spec.dtype = DataType::kFP8;
+            c.spec.bf16Out = true;
+            c.spec.pageSize = pageSize;
+            c.spec.splits = splits;
+            v.push_back(c);
+        };
+        bf16Out(edge("llm_fp8_bf16out_d128", Mode::kLlm, 128, {len(300)}, {len(700)}, 8, 2));
+        bf16Out(edge("paged_fp8_bf16out_d72", Mode::kPaged, 72, {77, 77}, {200, 333}, 4, 2));
+        bf16Out(edge("paged_fp8_bf16out_split", Mode::kPaged, 128, {4, 4}, {len(3000), 900}, 8, 2), 128, 8);
+        bf16Out(edge("paged_fp8_bf16out_d512", Mode::kPaged, 512, {33}, {200}, 2, 1), 32);
+        bf16Out(edge("ragged_fp8_bf16out_d256", Mode::kPagedRagged, 256, {65, 3}, {200, 64}, 4, 2), 16);
+        bf16Out(edge("vit_fp8_bf16out_d80", Mode::kVit, 80, {113, 64, 1}, {113, 64, 1}, 2, 2));
+    }
     return v;
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <cstddef>
 #include <cmath>
 #include <chrono>
 #include <cstring>
@@ -661,7 +662,8 @@ TEST(ErrorValidation, CApiNullRunner) {
 
 // The C structs: init sets struct_size and the C++ defaults; a struct below the first
 // version's size, a null struct, and a larger struct (a newer header) that sets fields this
-// library does not know are refused; a larger one whose unknown tail is zero is read.
+// library does not know are refused; a larger one whose unknown tail is zero is read, and
+// one of the first version's size (0.3's, ending at lse) reads bf16_output as 0.
 TEST(ErrorValidation, CStructSizes) {
     Buffers b;
     CRunner r = cRunnerFor({8, 2, 128, 2, 4, 256});
@@ -678,14 +680,26 @@ TEST(ErrorValidation, CStructSizes) {
 
     EXPECT_FALSE(fmha_run_llm_args(r.get(), nullptr));
     EXPECT_TRUE(contains(fmha_last_error(), "fmha: llm: fmha_llm_args is null"));
+    EXPECT_EQ(a.bf16_output, 0);
     fmha_llm_args small = a;
-    small.struct_size = sizeof(fmha_llm_args) - 8;
+    small.struct_size = offsetof(fmha_llm_args, bf16_output) - 8;
     EXPECT_FALSE(fmha_run_llm_args(r.get(), &small));
     EXPECT_TRUE(contains(fmha_last_error(), "struct_size"));
     EXPECT_TRUE(contains(fmha_last_error(), "below the first version's size"));
     small.struct_size = 0;  // never set
     EXPECT_FALSE(fmha_preflight_llm_args(r.get(), &small));
     EXPECT_TRUE(contains(fmha_last_error(), "struct_size (0)"));
+    // A 0.3 caller's struct ends at lse: bf16_output beyond it is not read (with FP16 input
+    // it would be refused), so the run gets as far as the runner's own checks.
+    fmha_llm_args old = a;
+    old.struct_size = offsetof(fmha_llm_args, bf16_output);
+    old.bf16_output = 1;
+    old.cu_kv_seq_lens = nullptr;
+    EXPECT_FALSE(fmha_run_llm_args(r.get(), &old));
+    EXPECT_TRUE(contains(fmha_last_error(), "fmha: llm: cuKVSeqLens is null")) << fmha_last_error();
+    old.struct_size = sizeof(fmha_llm_args);  // read now: FP16 input takes no BF16 output
+    EXPECT_FALSE(fmha_run_llm_args(r.get(), &old));
+    EXPECT_TRUE(contains(fmha_last_error(), "bf16Output selects BF16 output for FP8 input")) << fmha_last_error();
 
     struct Newer {
         fmha_llm_args base;

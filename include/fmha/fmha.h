@@ -65,6 +65,7 @@ struct LlmArgs {
     float vScale = 1.0F;
     float skipSoftmaxScaleFactor = 0.0F;
     float* lse = nullptr;  // optional float32 [B, Hq, S_q], natural log
+    bool bf16Output = false;  // FP8 input: O in BF16 instead of FP16 (16-bit input: O in its type)
 };
 
 // Mode 2: batched Q over a paged NHD pool [numPages, tokensPerPage, Hkv, D].
@@ -89,6 +90,7 @@ struct PagedArgs {
     int32_t const* bidirectionalBlockBegin = nullptr;  // [B, S_q], inclusive, -1 = none
     int32_t const* bidirectionalBlockEnd = nullptr;
     float* lse = nullptr;  // optional float32 [B, Hq, S_q]
+    bool bf16Output = false;  // FP8 input: O in BF16 instead of FP16
 };
 
 // Mode 3: packed ragged Q [totalQSeqLen, Hq, D] over a paged pool; causal or sliding-causal.
@@ -112,6 +114,7 @@ struct PagedRaggedArgs {
     float kScale = 1.0F;
     float vScale = 1.0F;
     float* lse = nullptr;  // optional float32 [Hq, totalQSeqLen]
+    bool bf16Output = false;  // FP8 input: O in BF16 instead of FP16
 };
 
 // Mode 4: packed varlen Q, K, V, O [totalSeqLen, H, D]; every token sees its whole sequence.
@@ -131,6 +134,7 @@ struct VitArgs {
     float kScale = 1.0F;
     float vScale = 1.0F;
     float* lse = nullptr;  // optional float32 [H, totalSeqLen]
+    bool bf16Output = false;  // FP8 input: O in BF16 instead of FP16
 };
 
 namespace detail {

@@ -81,8 +81,10 @@ FMHA_API bool fmha_can_implement_vit(int32_t head_size, int32_t sm_version);
  * defaults. A struct from an older header (smaller, at least the first version's size) reads
  * its missing fields as their defaults; one from a newer header is accepted when the fields
  * this library does not know are zero. input_data_type takes the int32 of fmha::DataType
- * (1 FP16, 6 FP8 E4M3, 7 BF16); output is FP16 for FP16/FP8 input, BF16 for BF16. lse, where
- * not NULL, receives the float32 log-sum-exp ([B, Hq, S_q], or [Hq, total] packed). */
+ * (1 FP16, 6 FP8 E4M3, 7 BF16); output is FP16 for FP16/FP8 input, BF16 for BF16, and BF16
+ * for FP8 input where bf16_output is non-zero (0.4; a 0.3 struct, which ends at lse, reads
+ * it as 0). lse, where not NULL, receives the float32 log-sum-exp ([B, Hq, S_q], or [Hq,
+ * total] packed). */
 
 typedef struct fmha_llm_args {
     size_t struct_size;
@@ -97,6 +99,7 @@ typedef struct fmha_llm_args {
     float q_scale, k_scale, v_scale;
     float skip_softmax_scale_factor;
     float* lse;
+    int32_t bf16_output; /* FP8 input: O in BF16 instead of FP16 */
 } fmha_llm_args;
 
 typedef struct fmha_paged_args {
@@ -119,6 +122,7 @@ typedef struct fmha_paged_args {
     const int32_t* bidirectional_block_begin; /* [B, S_q], both or neither */
     const int32_t* bidirectional_block_end;
     float* lse;
+    int32_t bf16_output;
 } fmha_paged_args;
 
 typedef struct fmha_paged_ragged_args {
@@ -140,6 +144,7 @@ typedef struct fmha_paged_ragged_args {
     int32_t input_data_type;
     float q_scale, k_scale, v_scale;
     float* lse;
+    int32_t bf16_output;
 } fmha_paged_ragged_args;
 
 typedef struct fmha_vit_args {
@@ -157,6 +162,7 @@ typedef struct fmha_vit_args {
     int32_t input_data_type;
     float q_scale, k_scale, v_scale;
     float* lse;
+    int32_t bf16_output;
 } fmha_vit_args;
 
 /* Zero pointers, FP16, no window, scales 1, causal: the defaults of the C++ structs. */

@@ -13,7 +13,7 @@ class LlmArgs(ctypes.Structure):
                 ("cu_kv_seq_lens", c_void_p), ("stream", c_void_p), ("attention_scale", c_float),
                 ("sliding_window_size", c_int32), ("input_data_type", c_int32), ("q_scale", c_float),
                 ("k_scale", c_float), ("v_scale", c_float), ("skip_softmax_scale_factor", c_float),
-                ("lse", c_void_p)]
+                ("lse", c_void_p), ("bf16_output", c_int32)]
 
 
 class PagedArgs(ctypes.Structure):
@@ -24,7 +24,7 @@ class PagedArgs(ctypes.Structure):
                 ("input_data_type", c_int32), ("q_scale", c_float), ("k_scale", c_float), ("v_scale", c_float),
                 ("is_causal", c_bool), ("skip_softmax_scale_factor", c_float),
                 ("bidirectional_block_begin", c_void_p), ("bidirectional_block_end", c_void_p),
-                ("lse", c_void_p)]
+                ("lse", c_void_p), ("bf16_output", c_int32)]
 
 
 class PagedRaggedArgs(ctypes.Structure):
@@ -34,7 +34,7 @@ class PagedRaggedArgs(ctypes.Structure):
                 ("num_flat_pages", c_int32), ("max_pages_per_seq", c_int32), ("tokens_per_page", c_int32),
                 ("stream", c_void_p), ("attention_scale", c_float), ("sliding_window_size", c_int32),
                 ("input_data_type", c_int32), ("q_scale", c_float), ("k_scale", c_float), ("v_scale", c_float),
-                ("lse", c_void_p)]
+                ("lse", c_void_p), ("bf16_output", c_int32)]
 
 
 class VitArgs(ctypes.Structure):
@@ -42,7 +42,7 @@ class VitArgs(ctypes.Structure):
                 ("cu_seq_lens", c_void_p), ("total_seq_len", c_int32), ("max_seq_len", c_int32),
                 ("batch_size", c_int32), ("stream", c_void_p), ("attention_scale", c_float),
                 ("input_data_type", c_int32), ("q_scale", c_float), ("k_scale", c_float), ("v_scale", c_float),
-                ("lse", c_void_p)]
+                ("lse", c_void_p), ("bf16_output", c_int32)]
 
 
 # mode -> (struct, C name stem); preflight of the paged mode takes use_bidirectional too.

@@ -3,7 +3,8 @@ torch.compile traces them (fake implementations give the shapes) and CUDA graphs
 
 Each function checks shapes, dtypes, devices and contiguity before anything reaches the
 library (ValueError / TypeError), allocates the output (or fills `out=`) and returns it, with
-the LSE as a second result when return_lse is set. Layouts and semantics are the runner's
+the LSE as a second result when return_lse is set. The output is FP16 for FP16 and FP8 input,
+BF16 for BF16; `out_dtype=torch.bfloat16` makes FP8 input write BF16 (`out=` must match). Layouts and semantics are the runner's
 (docs/SEMANTICS.md); `window_left` is its slidingWindowSize: a row sees the keys from
 `window_left` positions before its own up to its own (None: no window).
 
@@ -26,9 +27,22 @@ _INPUT_TYPES = {torch.float16: HALF, torch.bfloat16: BF16, torch.float8_e4m3fn: 
 _runners = {}
 
 
-def output_dtype(dtype):
-    """The output dtype for an input dtype: BF16 for BF16, FP16 for FP16 and FP8."""
-    return torch.bfloat16 if dtype == torch.bfloat16 else torch.float16
+def output_dtype(dtype, out_dtype=None):
+    """The output dtype for an input dtype: BF16 for BF16, FP16 for FP16 and, unless out_dtype
+    asks for torch.bfloat16, FP8. out_dtype (None: the default) must be that default for 16-bit
+    input, float16 or bfloat16 for FP8."""
+    default = torch.bfloat16 if dtype == torch.bfloat16 else torch.float16
+    if out_dtype is None or out_dtype == default:
+        return default
+    if dtype == torch.float8_e4m3fn and out_dtype == torch.bfloat16:
+        return out_dtype
+    raise TypeError(f"out_dtype: {out_dtype} is not an output of {dtype} input (float16 or bfloat16 for "
+                    f"float8_e4m3fn; the input's own type for 16-bit input)")
+
+
+def _bf16_output(q, out):
+    """The C field bf16_output: FP8 input writing a BF16 output tensor."""
+    return int(q.dtype == torch.float8_e4m3fn and out.dtype == torch.bfloat16)
 
 
 def _input_type(name, t):
@@ -144,7 +158,7 @@ def _llm_out(runner: int, q: torch.Tensor, kv: torch.Tensor, cu_kv_seqlens: torc
     _launch("llm", runner, q.device, q=q.data_ptr(), kv=kv.data_ptr(), o=out.data_ptr(),
             cu_kv_seq_lens=cu_kv_seqlens.data_ptr(), attention_scale=scale, sliding_window_size=window_left,
             input_data_type=_INPUT_TYPES[q.dtype], q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
-            skip_softmax_scale_factor=skip_softmax, lse=_ptr(lse))
+            skip_softmax_scale_factor=skip_softmax, lse=_ptr(lse), bf16_output=_bf16_output(q, out))
 
 
 @torch.library.custom_op("fmha::paged_out", mutates_args=("out", "lse"), device_types="cuda")
@@ -159,7 +173,7 @@ def _paged_out(runner: int, q: torch.Tensor, kv_pool: torch.Tensor, page_table: 
             attention_scale=scale, sliding_window_size=window_left, input_data_type=_INPUT_TYPES[q.dtype],
             q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, is_causal=causal,
             skip_softmax_scale_factor=skip_softmax, bidirectional_block_begin=_ptr(block_begin),
-            bidirectional_block_end=_ptr(block_end), lse=_ptr(lse))
+            bidirectional_block_end=_ptr(block_end), lse=_ptr(lse), bf16_output=_bf16_output(q, out))
 
 
 @torch.library.custom_op("fmha::paged_ragged_out", mutates_args=("out", "lse"), device_types="cuda")
@@ -173,7 +187,7 @@ def _paged_ragged_out(runner: int, q: torch.Tensor, kv_pool: torch.Tensor, page_
             num_flat_pages=kv_pool.shape[0], max_pages_per_seq=page_table.shape[2],
             tokens_per_page=kv_pool.shape[1], attention_scale=scale, sliding_window_size=window_left,
             input_data_type=_INPUT_TYPES[q.dtype], q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
-            lse=_ptr(lse))
+            lse=_ptr(lse), bf16_output=_bf16_output(q, out))
 
 
 @torch.library.custom_op("fmha::vit_out", mutates_args=("out", "lse"), device_types="cuda")
@@ -183,7 +197,7 @@ def _vit_out(runner: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_
     _launch("vit", runner, q.device, q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=out.data_ptr(),
             cu_seq_lens=cu_seqlens.data_ptr(), total_seq_len=q.shape[0], max_seq_len=max_seqlen,
             batch_size=cu_seqlens.shape[0] - 1, attention_scale=scale, input_data_type=_INPUT_TYPES[q.dtype],
-            q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, lse=_ptr(lse))
+            q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, lse=_ptr(lse), bf16_output=_bf16_output(q, out))
 
 
 # The outputs are filled in place, so the fake (meta) implementations have nothing to return.
@@ -203,7 +217,7 @@ def _fp8_scales(q, q_scale, k_scale, v_scale):
 
 
 def llm_attention(q, kv, cu_kv_seqlens, *, scale=None, window_left=None, q_scale=1.0, k_scale=1.0, v_scale=1.0,
-                  skip_softmax=0.0, return_lse=False, out=None, runner=None):
+                  skip_softmax=0.0, return_lse=False, out=None, out_dtype=None, runner=None):
     """LLM prefill over a contiguous KV cache, causal (bottom-right) with an optional window.
 
     q: [B, S_q, Hq, D]; kv: [B, 2, Hkv, capacity, D] (K then V); cu_kv_seqlens: int32 [B+1]
@@ -220,7 +234,7 @@ def llm_attention(q, kv, cu_kv_seqlens, *, scale=None, window_left=None, q_scale
     _check_index("cu_kv_seqlens", cu_kv_seqlens, b + 1, q.device)
     qs, ks, vs = _fp8_scales(q, q_scale, k_scale, v_scale)
     r = _get_runner(runner, q.device, (hq, hkv, d, b, s_q, cap))
-    out, lse = _outputs(out, (b, s_q, hq, d), output_dtype(q.dtype), q.device, (b, hq, s_q), return_lse)
+    out, lse = _outputs(out, (b, s_q, hq, d), output_dtype(q.dtype, out_dtype), q.device, (b, hq, s_q), return_lse)
     _llm_out(r.handle, q, kv, cu_kv_seqlens, out, lse, _scale(scale, d), _window(window_left), qs, ks, vs,
              float(skip_softmax))
     return _result(out, lse, return_lse)
@@ -240,7 +254,7 @@ def _check_pool(q, kv_pool, page_table, b, d):
 
 def paged_attention(q, kv_pool, page_table, cu_kv_seqlens, *, causal=True, window_left=None, scale=None,
                     bidirectional_blocks=None, q_scale=1.0, k_scale=1.0, v_scale=1.0, skip_softmax=0.0,
-                    return_lse=False, out=None, runner=None):
+                    return_lse=False, out=None, out_dtype=None, runner=None):
     """Batched Q over a paged KV cache (chunked prefill, decode).
 
     q: [B, S_q, Hq, D]; kv_pool: [num_pages, page_size, Hkv, D]; page_table: int32
@@ -261,7 +275,7 @@ def paged_attention(q, kv_pool, page_table, cu_kv_seqlens, *, causal=True, windo
             _check_shape(name, t, (b, s_q))
     qs, ks, vs = _fp8_scales(q, q_scale, k_scale, v_scale)
     r = _get_runner(runner, q.device, (hq, hkv, d, b, s_q, cap))
-    out, lse = _outputs(out, (b, s_q, hq, d), output_dtype(q.dtype), q.device, (b, hq, s_q), return_lse)
+    out, lse = _outputs(out, (b, s_q, hq, d), output_dtype(q.dtype, out_dtype), q.device, (b, hq, s_q), return_lse)
     _paged_out(r.handle, q, kv_pool, page_table, cu_kv_seqlens, out, lse, begin, end, _scale(scale, d),
                _window(window_left), bool(causal), qs, ks, vs, float(skip_softmax))
     return _result(out, lse, return_lse)
@@ -269,7 +283,7 @@ def paged_attention(q, kv_pool, page_table, cu_kv_seqlens, *, causal=True, windo
 
 def paged_ragged_attention(q, kv_pool, page_table, cu_q_seqlens, cu_kv_seqlens, max_q_seqlen, *, window_left=None,
                            scale=None, q_scale=1.0, k_scale=1.0, v_scale=1.0, return_lse=False, out=None,
-                           runner=None):
+                           out_dtype=None, runner=None):
     """Packed ragged Q over a paged KV cache, causal (the new tokens end each history).
 
     q: [total_q, Hq, D]; sequence b owns rows cu_q_seqlens[b] .. cu_q_seqlens[b+1]-1 and has
@@ -287,14 +301,14 @@ def paged_ragged_attention(q, kv_pool, page_table, cu_q_seqlens, cu_kv_seqlens, 
         raise TypeError(f"max_q_seqlen: expected an int >= 0, got {max_q_seqlen!r}")
     qs, ks, vs = _fp8_scales(q, q_scale, k_scale, v_scale)
     r = _get_runner(runner, q.device, (hq, hkv, d, b, 0, cap))
-    out, lse = _outputs(out, (total, hq, d), output_dtype(q.dtype), q.device, (hq, total), return_lse)
+    out, lse = _outputs(out, (total, hq, d), output_dtype(q.dtype, out_dtype), q.device, (hq, total), return_lse)
     _paged_ragged_out(r.handle, q, kv_pool, page_table, cu_q_seqlens, cu_kv_seqlens, max_q_seqlen, out, lse,
                       _scale(scale, d), _window(window_left), qs, ks, vs)
     return _result(out, lse, return_lse)
 
 
 def vit_attention(q, k, v, cu_seqlens, max_seqlen, *, scale=None, q_scale=1.0, k_scale=1.0, v_scale=1.0,
-                  return_lse=False, out=None, runner=None):
+                  return_lse=False, out=None, out_dtype=None, runner=None):
     """Packed variable-length full attention (vision encoders): each token sees its whole sequence.
 
     q, k, v: [total, H, D]; cu_seqlens: int32 [B+1]; max_seqlen: the longest sequence (an int).
@@ -312,6 +326,6 @@ def vit_attention(q, k, v, cu_seqlens, max_seqlen, *, scale=None, q_scale=1.0, k
         raise TypeError(f"max_seqlen: expected an int >= 0, got {max_seqlen!r}")
     qs, ks, vs = _fp8_scales(q, q_scale, k_scale, v_scale)
     r = _get_runner(runner, q.device, (h, h, d, 0, 0, 0))
-    out, lse = _outputs(out, (total, h, d), output_dtype(q.dtype), q.device, (h, total), return_lse)
+    out, lse = _outputs(out, (total, h, d), output_dtype(q.dtype, out_dtype), q.device, (h, total), return_lse)
     _vit_out(r.handle, q, k, v, cu_seqlens, max_seqlen, out, lse, _scale(scale, d), qs, ks, vs)
     return _result(out, lse, return_lse)

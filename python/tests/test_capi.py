@@ -99,7 +99,7 @@ class RunnerState(unittest.TestCase):
                 r.set_split_kv(65)
 
     def test_version_and_predicates(self):
-        self.assertEqual(fmha.version()[:2], (0, 3))
+        self.assertEqual(fmha.version()[:2], (0, 4))
         self.assertTrue(fmha.can_implement(128, 90))
         self.assertTrue(fmha.can_implement(80, 80, mode="vit"))
         self.assertFalse(fmha.can_implement(100, 90))

@@ -155,6 +155,14 @@ class TorchCpuTest(unittest.TestCase):
     def test_output_dtype(self):
         self.assertEqual(fmha.output_dtype(torch.float8_e4m3fn), torch.float16)
         self.assertEqual(fmha.output_dtype(torch.bfloat16), torch.bfloat16)
+        # out_dtype: BF16 output for FP8 input; 16-bit input writes its own type only.
+        self.assertEqual(fmha.output_dtype(torch.float8_e4m3fn, torch.bfloat16), torch.bfloat16)
+        self.assertEqual(fmha.output_dtype(torch.float8_e4m3fn, torch.float16), torch.float16)
+        self.assertEqual(fmha.output_dtype(torch.float16, torch.float16), torch.float16)
+        for dtype, out_dtype in ((torch.float16, torch.bfloat16), (torch.bfloat16, torch.float16),
+                                 (torch.float8_e4m3fn, torch.float32)):
+            with self.assertRaisesRegex(TypeError, "out_dtype"):
+                fmha.output_dtype(dtype, out_dtype)
 
 
 if __name__ == "__main__":

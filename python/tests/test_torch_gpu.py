@@ -139,7 +139,7 @@ class TorchGpuTest(unittest.TestCase):
 
     # ---- LLM mode ----
 
-    def run_llm(self, dtype, d, hq, hkv, window=None):
+    def run_llm(self, dtype, d, hq, hkv, window=None, out_dtype=None):
         b, s_q, cap = 3, 37, 300
         q, q64 = self.randn(b, s_q, hq, d, dtype=dtype)
         kv, kv64 = self.randn(b, 2, hkv, cap, d, dtype=dtype)
@@ -151,8 +151,9 @@ class TorchGpuTest(unittest.TestCase):
         cu = prefix(lens)
         sc = self.scales(dtype)
         scale = 0.3
-        out = torch.full((b, s_q, hq, d), NAN, dtype=fmha.output_dtype(dtype), device=self.dev)
-        got, lse = fmha.llm_attention(q, kv, cu, scale=scale, window_left=window, return_lse=True, out=out, **sc)
+        out = torch.full((b, s_q, hq, d), NAN, dtype=fmha.output_dtype(dtype, out_dtype), device=self.dev)
+        got, lse = fmha.llm_attention(q, kv, cu, scale=scale, window_left=window, return_lse=True, out=out,
+                                      out_dtype=out_dtype, **sc)
         self.assertIs(got, out)
         check = Check(self, out.dtype)
         qs, ks, vs, lowp = self.precision(dtype, sc, d)
@@ -170,6 +171,11 @@ class TorchGpuTest(unittest.TestCase):
             for d, hq, hkv in ((64, 8, 2), (128, 4, 4)):
                 with self.subTest(dtype=dtype, d=d, hq=hq, hkv=hkv):
                     self.run_llm(dtype, d, hq, hkv)
+
+    def test_llm_fp8_bf16_output(self):
+        for d in (64, 72, 128):  # 72: the portable family on every GPU
+            with self.subTest(d=d):
+                self.run_llm(torch.float8_e4m3fn, d, 8, 2, out_dtype=torch.bfloat16)
 
     def test_llm_window(self):
         self.run_llm(torch.float16, 128, 8, 1, window=23)

@@ -86,8 +86,9 @@ __global__ void __launch_bounds__(kCombineWarps * 32) combineSplits(FmhaParams c
 cudaError_t launchCombine(FmhaParams const& p, cudaStream_t stream) {
     int64_t const entries = static_cast<int64_t>(p.batch) * p.maxSeqLenQ * p.numQHeads;
     dim3 const grid(static_cast<unsigned>((entries + kCombineWarps - 1) / kCombineWarps));
-    // FP16 and FP8 input both write FP16.
-    void const* kernel = p.element == ElementKind::kBf16
+    // Instantiated by the output type: BF16 for BF16 input and for FP8 input with outBf16;
+    // FP16 otherwise.
+    void const* kernel = p.element == ElementKind::kBf16 || p.outBf16
                              ? reinterpret_cast<void const*>(&combineSplits<ElementKind::kBf16>)
                              : reinterpret_cast<void const*>(&combineSplits<ElementKind::kFp16>);
     void* args[] = {const_cast<FmhaParams*>(&p)};

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -45,6 +46,15 @@ struct ElemTraits<__nv_fp8_e4m3> {
     static constexpr int kBytes = 1;
     __device__ static uint32_t pack(float lo, float hi) { return ElemTraits<__half>::pack(lo, hi); }
 };
+
+// Two output values packed as the output type: the traits' own, or for FP8 input BF16 where
+// bf16Out (the caller's choice; 16-bit input always writes its own type).
+template <class Traits>
+__device__ inline uint32_t packOut(float lo, float hi, bool bf16Out) {
+    if constexpr (std::is_same_v<Traits, ElemTraits<__nv_fp8_e4m3>>)
+        if (bf16Out) return ElemTraits<__nv_bfloat16>::pack(lo, hi);
+    return Traits::pack(lo, hi);
+}
 
 template <ElementKind kElem>
 struct ElemOf;

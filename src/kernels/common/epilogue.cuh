@@ -5,16 +5,18 @@
 
 #include <cstdint>
 
+#include "kernels/common/elem.cuh"
+
 namespace fmha {
 
 // o: kMT m16 tiles of the warp's accumulators; scale[2*mt + r]: per-row factor (1/sum
 // times vScale; 0 for an empty row, so that it writes zeros). sStage: the warp's kMT*16
 // rows of shared memory (stride kStride). The warp's row r goes to gOut + rowOffset(r);
-// rows >= rows and columns >= cols are not written.
+// rows >= rows and columns >= cols are not written. bf16Out: FP8 input's BF16 output (packOut).
 template <class Traits, int kMT, int kHeadDimV, int kStride, class RowOffset>
 __device__ inline void storeOutput(float const (&o)[kMT][kHeadDimV / 8][4], float const (&scale)[2 * kMT],
                                    typename Traits::Out* sStage, int lane, typename Traits::Out* gOut,
-                                   RowOffset const& rowOffset, int rows, int cols) {
+                                   RowOffset const& rowOffset, int rows, int cols, bool bf16Out) {
     int const g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
@@ -23,7 +25,7 @@ __device__ inline void storeOutput(float const (&o)[kMT][kHeadDimV / 8][4], floa
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 float const f = scale[2 * mt + r];
-                uint32_t const v = Traits::pack(o[mt][nt][2 * r] * f, o[mt][nt][2 * r + 1] * f);
+                uint32_t const v = packOut<Traits>(o[mt][nt][2 * r] * f, o[mt][nt][2 * r + 1] * f, bf16Out);
                 *reinterpret_cast<uint32_t*>(sStage + (mt * 16 + g + 8 * r) * kStride + nt * 8 + 2 * t) = v;
             }
     __syncwarp();

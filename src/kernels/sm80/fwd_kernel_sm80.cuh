@@ -87,7 +87,8 @@ __global__ void __launch_bounds__(TileSm80<kHeadDim, kCompact>::kNThreads) fwdKe
         return;
     }
     storeOutput<ET, kMT, kDv, Tile::kStrideQK>(o, scaleOut, sStage, lane, static_cast<Out*>(gO),
-                                               [rowStride](int r) { return r * rowStride; }, warpRows, outCols);
+                                               [rowStride](int r) { return r * rowStride; }, warpRows, outCols,
+                                               p.outBf16);
     if (gLse != nullptr && vSplit == 0 && t == 0)
         storeLse(lse, g, warpRows, [&](int row) { return &gLse[warpRow0 + row]; });
 }

@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim>::kNThreads, 1) fwdKern
     Out* sStage = reinterpret_cast<Out*>(sK) + cwarp * 16 * Tile::kStrideO;
     Out* gO = static_cast<Out*>(p.o) + seq.qBegin * rowStride + static_cast<int64_t>(hq) * D;
     auto oOffset = [&](int r) { return packed.offset(warpRow0 + r, rowStride, D); };
-    storeOutput<ET, 1, kHeadDim, Tile::kStrideO>(o3, scaleOut, sStage, lane, gO, oOffset, warpRows, D);
+    storeOutput<ET, 1, kHeadDim, Tile::kStrideO>(o3, scaleOut, sStage, lane, gO, oOffset, warpRows, D, p.outBf16);
     if (p.lse != nullptr && t == 0) {
         float* gLse = p.lse + static_cast<int64_t>(b) * p.lseBatchStride + static_cast<int64_t>(hq) * p.lseHeadStride +
                       (p.lsePacked ? seq.qBegin : 0);
