@@ -95,6 +95,13 @@ __device__ inline uint64_t sw64Desc(uint32_t addr) {
     return d.desc_;
 }
 
+// The descriptor of the tile `bytes` further than d's (a multiple of 16): the start address
+// field (bits 0-13, address / 16) grows alone, since shared addresses stay below 2^18. One
+// 32-bit add a k-step instead of the descriptor's whole construction.
+__device__ inline uint64_t descPlus(uint64_t d, uint32_t bytes) {
+    return (d & 0xFFFFFFFF00000000ULL) | (static_cast<uint32_t>(d) + (bytes >> 4));
+}
+
 template <class Op, int N, size_t... I>
 __device__ inline void ss(uint64_t da, uint64_t db, float (&d)[N], gmma::ScaleOut scale, std::index_sequence<I...>) {
     Op::fma(da, db, d[I]..., scale);
@@ -127,20 +134,17 @@ template <class T, int kHeadDim, int kBlockN, int kRowsQ>
 __device__ inline void issueQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2]) {
     using Op = typename GmmaOps<T, kBlockN>::SS;
     constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(T));
+    uint64_t const descQ = kRowBytes == 64 ? sw64Desc(sQ) : sw128Desc(sQ, 0);
+    uint64_t const descK = kRowBytes == 64 ? sw64Desc(sK) : sw128Desc(sK, 0);
     fenceOperands(s);
     cute::warpgroup_arrive();
 #pragma unroll
     for (int kk = 0; kk < kRowBytes / 32; ++kk) {
-        if constexpr (kRowBytes == 64) {
-            ss<Op>(sw64Desc(sQ + kk * 32), sw64Desc(sK + kk * 32), s,
-                   kk == 0 ? gmma::ScaleOut::Zero : gmma::ScaleOut::One, std::make_index_sequence<kBlockN / 2>{});
-        } else {
-            // k-step kk: column block kk/4, 32 bytes further per step inside the 128-byte row.
-            uint32_t const colOffQ = (kk / 4) * (kRowsQ * 128) + (kk % 4) * 32;
-            uint32_t const colOffK = (kk / 4) * (kBlockN * 128) + (kk % 4) * 32;
-            ss<Op>(sw128Desc(sQ + colOffQ, 0), sw128Desc(sK + colOffK, 0), s,
-                   kk == 0 ? gmma::ScaleOut::Zero : gmma::ScaleOut::One, std::make_index_sequence<kBlockN / 2>{});
-        }
+        // k-step kk: 32 bytes further per step inside a row; 128-byte rows: column block kk/4.
+        uint32_t const colOffQ = kRowBytes == 64 ? kk * 32 : (kk / 4) * (kRowsQ * 128) + (kk % 4) * 32;
+        uint32_t const colOffK = kRowBytes == 64 ? kk * 32 : (kk / 4) * (kBlockN * 128) + (kk % 4) * 32;
+        ss<Op>(descPlus(descQ, colOffQ), descPlus(descK, colOffK), s,
+               kk == 0 ? gmma::ScaleOut::Zero : gmma::ScaleOut::One, std::make_index_sequence<kBlockN / 2>{});
     }
     cute::warpgroup_commit_batch();
 }
@@ -151,12 +155,13 @@ __device__ inline void issueQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2]
 template <class T, int kHeadDim, int kBlockN>
 __device__ inline void issuePV(uint32_t (&p)[kBlockN / 16][4], uint32_t sV, float (&o)[kHeadDim / 2]) {
     using Op = typename GmmaOps<T, kHeadDim>::RS;
+    uint64_t const descV = sw128Desc(sV, kBlockN * 128);
     fenceOperands(p);
     fenceOperands(o);
     cute::warpgroup_arrive();
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk)  // 16 keys = two 8-row groups, 2 KB further
-        rs<Op>(p[kk], sw128Desc(sV + kk * 2048, kBlockN * 128), o, std::make_index_sequence<kHeadDim / 2>{});
+        rs<Op>(p[kk], descPlus(descV, kk * 2048), o, std::make_index_sequence<kHeadDim / 2>{});
     cute::warpgroup_commit_batch();
 }
 
@@ -166,14 +171,13 @@ __device__ inline void issuePV(uint32_t (&p)[kBlockN / 16][4], uint32_t sV, floa
 template <int kHeadDim, int kBlockN>
 __device__ inline void issuePVFp8(uint32_t (&p)[kBlockN / 32][4], uint32_t sVt, float (&o)[kHeadDim / 2]) {
     using Op = typename GmmaOps<__nv_fp8_e4m3, kHeadDim>::RS;
+    uint64_t const descVt = kBlockN == 128 ? sw128Desc(sVt, 0) : sw64Desc(sVt);
     fenceOperands(p);
     fenceOperands(o);
     cute::warpgroup_arrive();
 #pragma unroll
-    for (int kk = 0; kk < kBlockN / 32; ++kk) {  // 32 keys = 32 bytes further in each V^T row
-        uint64_t const desc = kBlockN == 128 ? sw128Desc(sVt + kk * 32, 0) : sw64Desc(sVt + kk * 32);
-        rs<Op>(p[kk], desc, o, std::make_index_sequence<kHeadDim / 2>{});
-    }
+    for (int kk = 0; kk < kBlockN / 32; ++kk)  // 32 keys = 32 bytes further in each V^T row
+        rs<Op>(p[kk], descPlus(descVt, kk * 32), o, std::make_index_sequence<kHeadDim / 2>{});
     cute::warpgroup_commit_batch();
 }
 
