@@ -70,6 +70,7 @@ struct TileSm90 {
     // (OnlineSoftmax::updateWarp); P then reaches 2^(kPLog2 + kSlack8 / 8): 256 in 16-bit,
     // and 2^8.75 = 430 within E4M3's 448 in FP8. 16-bit D=64 keeps the exact max: its lag
     // gained 2-5% on 4k rows but cost 1.5-2% on S=512 ones, where the exact max gains 1%.
+    // FMHA_SM90_SLACK8 (>= 0) sets one lag for every instance, for measurement.
 #ifndef FMHA_SM90_SLACK8
 #define FMHA_SM90_SLACK8 -1
 #endif
