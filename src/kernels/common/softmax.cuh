@@ -98,21 +98,21 @@ struct OnlineSoftmax {
 
     // update() for the rows of one warp, which decide together, from this thread's row maxima
     // (threadMax()): the reference max (rowMax) moves only when some row's tile max exceeds it
-    // by more than kSlackLog2 (base-2 units), which holds exactly when some lane's own maximum
+    // by more than kSlack8 / 8 (base-2 units), which holds exactly when some lane's own maximum
     // does, so the quad reduction runs only when the reference moves (off the common path).
-    // Otherwise the probabilities reach at most 2^kSlackLog2 (256 at most, in range for FP16
-    // and BF16) and the output needs no rescale. rowMax then lags the running max by up to
-    // kSlackLog2, so rowNegligible() skips only tiles that the exact running max would skip
-    // too. Returns whether the warp's rescale holds anything but 1.
-    template <int kSlackLog2, int kCols>
+    // Otherwise the probabilities reach at most 2^(kSlack8 / 8) (times 2^kPLog2, as update())
+    // and the output needs no rescale. rowMax then lags the running max by up to kSlack8 / 8,
+    // so rowNegligible() skips only tiles that the exact running max would skip too. Returns
+    // whether the warp's rescale holds anything but 1.
+    template <int kSlack8, int kPLog2 = 0, int kCols = 0>
     __device__ bool updateWarp(float (&s)[kRows][kCols], float const (&threadRowMax)[kRows], float scaleLog2,
                                float (&rescale)[kRows]) {
-        static_assert(kSlackLog2 >= 0 && kSlackLog2 <= 8, "probabilities must stay in FP16/BF16 range");
-        if constexpr (kSlackLog2 == 0) {  // the exact running max (deciding first spilled more at D=64)
+        static_assert(kSlack8 >= 0 && kSlack8 <= 64, "probabilities must stay in FP16/BF16 range");
+        if constexpr (kSlack8 == 0) {  // the exact running max (deciding first spilled more at D=64)
             float m[kRows];
 #pragma unroll
             for (int r = 0; r < kRows; ++r) m[r] = quadMax(threadRowMax[r]);
-            update(s, m, scaleLog2, rescale);
+            update<kCols, kPLog2>(s, m, scaleLog2, rescale);
             bool moved = false;
 #pragma unroll
             for (int r = 0; r < kRows; ++r) moved = moved || rescale[r] != 1.0F;
@@ -121,7 +121,7 @@ struct OnlineSoftmax {
         bool grow = false;
 #pragma unroll
         for (int r = 0; r < kRows; ++r)  // -inf reference, finite maximum: +inf; both -inf: NaN
-            grow = grow || (threadRowMax[r] - rowMax[r]) * scaleLog2 > static_cast<float>(kSlackLog2);
+            grow = grow || (threadRowMax[r] - rowMax[r]) * scaleLog2 > static_cast<float>(kSlack8) / 8.0F;
         bool const move = __any_sync(0xffffffffu, grow);
         if (move) {  // one warp-uniform branch for all rows (a branch a row: ~1% of a D=128 kernel's ncu samples)
 #pragma unroll
@@ -139,7 +139,7 @@ struct OnlineSoftmax {
         for (int r = 0; r < kRows; ++r) {
             // A row that has seen no key yet keeps max -inf; use 0 so that -inf - -inf never appears.
             float const mRef = rowMax[r] == -INFINITY ? 0.0F : rowMax[r] * scaleLog2;
-            rowSum[r] += exponentiate(s[r], scaleLog2, mRef);
+            rowSum[r] += exponentiate(s[r], scaleLog2, mRef - static_cast<float>(kPLog2));
         }
         return move;
     }

@@ -362,7 +362,7 @@ __device__ __forceinline__ void mainloopSm80(FmhaParams const& p, SeqInfo const&
         }
         if (!skip) {
             float rescale[kRows];
-            bool const moved = softmax.template updateWarp<kSlackLog2>(sr, laneMax, p.scaleLog2, rescale);
+            bool const moved = softmax.template updateWarp<8 * kSlackLog2>(sr, laneMax, p.scaleLog2, rescale);
 #pragma unroll
             for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll

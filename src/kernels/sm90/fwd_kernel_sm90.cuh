@@ -89,7 +89,9 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim>::kNThreads, 1) fwdKern
     }
     cutlass::arch::warpgroup_reg_alloc<Tile::kConsumerRegs>();
 
-    int const cwarp = warp - 4, cwg = cwarp / 4, g = lane / 4, t = lane % 4;
+    // cwg through a shuffle: the compiler then knows it is warp-uniform, and keeps the
+    // warpgroup's shared-memory addresses (its wgmma descriptors) in uniform registers.
+    int const cwarp = warp - 4, cwg = __shfl_sync(0xffffffffu, cwarp / 4, 0), g = lane / 4, t = lane % 4;
     int const D = p.headDim;
     int64_t const rowStride = static_cast<int64_t>(p.numQHeads) * D;
     int const warpRow0 = m0 + cwarp * 16;  // consumer warpgroup cwg owns rows 64 cwg .. 64 cwg + 63

@@ -95,6 +95,13 @@ __device__ inline uint64_t sw64Desc(uint32_t addr) {
     return d.desc_;
 }
 
+// The descriptor of the tile `bytes` further than d's (a multiple of 16): the start address
+// field (bits 0-13, address / 16) grows alone, since shared addresses stay below 2^18. One
+// 32-bit add a k-step instead of the descriptor's whole construction.
+__device__ inline uint64_t descPlus(uint64_t d, uint32_t bytes) {
+    return (d & 0xFFFFFFFF00000000ULL) | (static_cast<uint32_t>(d) + (bytes >> 4));
+}
+
 template <class Op, int N, size_t... I>
 __device__ inline void ss(uint64_t da, uint64_t db, float (&d)[N], gmma::ScaleOut scale, std::index_sequence<I...>) {
     Op::fma(da, db, d[I]..., scale);
@@ -127,20 +134,17 @@ template <class T, int kHeadDim, int kBlockN, int kRowsQ>
 __device__ inline void issueQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2]) {
     using Op = typename GmmaOps<T, kBlockN>::SS;
     constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(T));
+    uint64_t const descQ = kRowBytes == 64 ? sw64Desc(sQ) : sw128Desc(sQ, 0);
+    uint64_t const descK = kRowBytes == 64 ? sw64Desc(sK) : sw128Desc(sK, 0);
     fenceOperands(s);
     cute::warpgroup_arrive();
 #pragma unroll
     for (int kk = 0; kk < kRowBytes / 32; ++kk) {
-        if constexpr (kRowBytes == 64) {
-            ss<Op>(sw64Desc(sQ + kk * 32), sw64Desc(sK + kk * 32), s,
-                   kk == 0 ? gmma::ScaleOut::Zero : gmma::ScaleOut::One, std::make_index_sequence<kBlockN / 2>{});
-        } else {
-            // k-step kk: column block kk/4, 32 bytes further per step inside the 128-byte row.
-            uint32_t const colOffQ = (kk / 4) * (kRowsQ * 128) + (kk % 4) * 32;
-            uint32_t const colOffK = (kk / 4) * (kBlockN * 128) + (kk % 4) * 32;
-            ss<Op>(sw128Desc(sQ + colOffQ, 0), sw128Desc(sK + colOffK, 0), s,
-                   kk == 0 ? gmma::ScaleOut::Zero : gmma::ScaleOut::One, std::make_index_sequence<kBlockN / 2>{});
-        }
+        // k-step kk: 32 bytes further per step inside a row; 128-byte rows: column block kk/4.
+        uint32_t const colOffQ = kRowBytes == 64 ? kk * 32 : (kk / 4) * (kRowsQ * 128) + (kk % 4) * 32;
+        uint32_t const colOffK = kRowBytes == 64 ? kk * 32 : (kk / 4) * (kBlockN * 128) + (kk % 4) * 32;
+        ss<Op>(descPlus(descQ, colOffQ), descPlus(descK, colOffK), s,
+               kk == 0 ? gmma::ScaleOut::Zero : gmma::ScaleOut::One, std::make_index_sequence<kBlockN / 2>{});
     }
     cute::warpgroup_commit_batch();
 }
@@ -151,12 +155,13 @@ __device__ inline void issueQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2]
 template <class T, int kHeadDim, int kBlockN>
 __device__ inline void issuePV(uint32_t (&p)[kBlockN / 16][4], uint32_t sV, float (&o)[kHeadDim / 2]) {
     using Op = typename GmmaOps<T, kHeadDim>::RS;
+    uint64_t const descV = sw128Desc(sV, kBlockN * 128);
     fenceOperands(p);
     fenceOperands(o);
     cute::warpgroup_arrive();
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk)  // 16 keys = two 8-row groups, 2 KB further
-        rs<Op>(p[kk], sw128Desc(sV + kk * 2048, kBlockN * 128), o, std::make_index_sequence<kHeadDim / 2>{});
+        rs<Op>(p[kk], descPlus(descV, kk * 2048), o, std::make_index_sequence<kHeadDim / 2>{});
     cute::warpgroup_commit_batch();
 }
 
@@ -166,14 +171,13 @@ __device__ inline void issuePV(uint32_t (&p)[kBlockN / 16][4], uint32_t sV, floa
 template <int kHeadDim, int kBlockN>
 __device__ inline void issuePVFp8(uint32_t (&p)[kBlockN / 32][4], uint32_t sVt, float (&o)[kHeadDim / 2]) {
     using Op = typename GmmaOps<__nv_fp8_e4m3, kHeadDim>::RS;
+    uint64_t const descVt = kBlockN == 128 ? sw128Desc(sVt, 0) : sw64Desc(sVt);
     fenceOperands(p);
     fenceOperands(o);
     cute::warpgroup_arrive();
 #pragma unroll
-    for (int kk = 0; kk < kBlockN / 32; ++kk) {  // 32 keys = 32 bytes further in each V^T row
-        uint64_t const desc = kBlockN == 128 ? sw128Desc(sVt + kk * 32, 0) : sw64Desc(sVt + kk * 32);
-        rs<Op>(p[kk], desc, o, std::make_index_sequence<kHeadDim / 2>{});
-    }
+    for (int kk = 0; kk < kBlockN / 32; ++kk)  // 32 keys = 32 bytes further in each V^T row
+        rs<Op>(p[kk], descPlus(descVt, kk * 32), o, std::make_index_sequence<kHeadDim / 2>{});
     cute::warpgroup_commit_batch();
 }
 
@@ -195,29 +199,47 @@ __host__ __device__ constexpr int permutedKey(int k) {
 // 4t..4t+3 (keys 2t, 2t+1, 2t+8, 2t+9: permutedKey's order), and stmatrix writes them.
 // Lanes g >= 4 swap their two rows' words, so that each stored 8x16-byte matrix covers rows
 // of eight different swizzle phases: loads and stores are free of bank conflicts. tid < 128.
+// Warp w moves units w, w + 4, ...: all of one k-step (kk = w % kSteps) and column blocks c0,
+// c0 + kCStep, ... (c0 = w / kSteps < kCStep), so that a lane's addresses are its first
+// unit's with a constant XOR (the swizzle phase of the raw chunk) and a constant offset: the
+// loop body is the two matrix instructions, the permutes and one LOP3 (the same bytes as
+// swizzledOffset / swizzled64Offset of each unit's key and column).
 template <int kHeadDim, int kBlockN>
 __device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, int tid) {
     static_assert(kBlockN == 128 || kBlockN == 64, "V^T rows of one 128- or 64-byte swizzle span");
     constexpr int kSteps = kBlockN / 32, kUnits = kSteps * (kHeadDim / 16);
-    static_assert(kUnits % 4 == 0, "whole units per warp");
+    static_assert(kUnits % 4 == 0 && 4 % kSteps == 0, "whole units per warp, one k-step a warp");
+    constexpr int kCStep = 4 / kSteps;                      // column blocks between a warp's units
+    constexpr int kRawRowBytes = kHeadDim == 64 ? 64 : 128;  // a raw row's bytes in one swizzle block
+    constexpr int kVtColBytes = 16 * kBlockN;               // 16 V^T rows: one column block of V^T
     int const lane = tid % 32, warp = tid / 32;
     int const i = lane / 8, j = lane % 8;  // the matrix and row whose address this lane gives
-    bool const swap = lane >= 16;          // lane group g = lane / 4 >= 4
+    int const kk = warp % kSteps, c0 = warp / kSteps;
+    int const key = 32 * kk + 8 * i + j;
+    // Raw chunk c = c0 + it kCStep of row key: (c % 8) ^ phase in the 16-byte slot, where c0 and
+    // (it kCStep) % 8 share no bit; 128-byte rows step a whole block of kBlockN rows every 8 chunks.
+    int const phase = kHeadDim == 64 ? (key / 2) % 4 : key % 8;
+    uint32_t const rawBase = static_cast<uint32_t>(key * kRawRowBytes) | static_cast<uint32_t>((c0 ^ phase) << 4);
+    // V^T row d = 16 c + d0 (its swizzle phase that of d0), chunk 2 kk + i / 2 of it.
+    int const d0 = 2 * j + ((i % 2) ^ (j >= 4 ? 1 : 0)), chunk = 2 * kk + i / 2;
+    int const vtBase = kBlockN == 128 ? d0 * 128 + ((chunk ^ (d0 % 8)) << 4) : d0 * 64 + ((chunk ^ ((d0 / 2) % 4)) << 4);
+    uint32_t const rawAddr = static_cast<uint32_t>(__cvta_generic_to_shared(raw));
+    uint32_t const vtAddr = static_cast<uint32_t>(__cvta_generic_to_shared(vt)) + vtBase + c0 * kVtColBytes;
+    bool const swap = lane >= 16;  // lane group g = lane / 4 >= 4
     uint32_t const selEven = swap ? 0x7531 : 0x6420, selOdd = swap ? 0x6420 : 0x7531;
-#pragma unroll 2  // within the producer's 56 registers
+#pragma unroll
     for (int it = 0; it < kUnits / 4; ++it) {
-        int const u = warp + 4 * it, kk = u % kSteps, c = u / kSteps;
-        int const key = 32 * kk + 8 * i + j;
-        int const rawOff = kHeadDim == 64 ? swizzled64Offset(key, c) : swizzledOffset<kBlockN>(key, c);
+        constexpr int kBlockRows = kBlockN * 128;  // bytes of a 64-column block of the raw tile
+        int const cStep = it * kCStep;
+        uint32_t const rawOff = (rawBase ^ static_cast<uint32_t>((cStep % 8) << 4)) +
+                                static_cast<uint32_t>(kHeadDim == 64 ? 0 : (cStep / 8) * kBlockRows);
         uint32_t a[4];
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-                     : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(raw + rawOff)))
+                     : "r"(rawAddr + rawOff)
                      : "memory");
-        int const d = 16 * c + 2 * j + ((i % 2) ^ (j >= 4 ? 1 : 0));
-        int const vtOff = kBlockN == 128 ? swizzledOffset<kHeadDim>(d, 2 * kk + i / 2) : swizzled64Offset(d, 2 * kk + i / 2);
         asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
-                         static_cast<uint32_t>(__cvta_generic_to_shared(vt + vtOff))),
+                         vtAddr + static_cast<uint32_t>(cStep * kVtColBytes)),
                      "r"(__byte_perm(a[0], a[1], selEven)), "r"(__byte_perm(a[0], a[1], selOdd)),
                      "r"(__byte_perm(a[2], a[3], selEven)), "r"(__byte_perm(a[2], a[3], selOdd))
                      : "memory");
@@ -490,13 +512,15 @@ struct ConsumerSm90 {
     __device__ uint32_t stage(uint32_t base, int i) const { return base + (i % kStages) * Tile::kBytesKV; }
 
     // Masks tile n's scores and folds them into the running softmax: s becomes the tile's
-    // unnormalised probabilities; rescale: the factor for O's rows. Returns true (the same in
-    // the whole warpgroup, kSkip only) where the tile is skipped instead: s, rescale and the
-    // softmax state are then left as they are.
+    // unnormalised probabilities; rescale: the factor for O's rows, and moved whether it holds
+    // anything but 1 (the same in the warp). Returns true (the same in the whole warpgroup,
+    // kSkip only) where the tile is skipped instead: s, rescale and the softmax state are then
+    // left as they are.
     // rm: the mask rows of this thread's two query rows; live: which of them are real rows.
     template <bool kMasked>
     __device__ bool softmaxStep(float (&s)[kBlockN / 2], int n, typename Mask::Row const (&rm)[2],
-                                bool const (&live)[2], OnlineSoftmax<2>& softmax, float (&rescale)[2]) const {
+                                bool const (&live)[2], OnlineSoftmax<2>& softmax, float (&rescale)[2],
+                                bool& moved) const {
         if constexpr (kMasked) {
 #pragma unroll
             for (int r = 0; r < 2; ++r)
@@ -508,8 +532,13 @@ struct ConsumerSm90 {
         for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
             for (int e = 0; e < 4; ++e) sr[e / 2][nt * 2 + (e & 1)] = s[nt * 4 + e];
+        // With a lagging reference each lane tests its own maxima (updateWarp and
+        // rowNegligible both take them); the exact update takes the quad's.
         float tileMax[2];
-        OnlineSoftmax<2>::tileMax(sr, tileMax);
+        if constexpr (Tile::kSlack8 > 0)
+            OnlineSoftmax<2>::threadMax(sr, tileMax);
+        else
+            OnlineSoftmax<2>::tileMax(sr, tileMax);
         if constexpr (kSkip) {
             if (skipLog2 < 0.0F) {  // uniform in the CTA
                 bool mine = true;
@@ -519,7 +548,12 @@ struct ConsumerSm90 {
                 if (warpgroupAll(mine, Tile::kBarrierSkip0 + wg)) return true;
             }
         }
-        softmax.template update<kNT * 2, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
+        if constexpr (Tile::kSlack8 > 0) {
+            moved = softmax.template updateWarp<Tile::kSlack8, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
+        } else {
+            softmax.template update<kNT * 2, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
+            moved = true;
+        }
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
@@ -567,6 +601,7 @@ struct ConsumerSm90 {
                          bool& skipped) const {
         float s[kBlockN / 2];
         float rescale[2];
+        bool moved;
         waitFull(kK, i);
         turnBegin();
         issueQK<T, kHeadDim, kBlockN, Tile::kBlockM>(sQ, stage(sK, i), s);
@@ -576,7 +611,7 @@ struct ConsumerSm90 {
         cute::warpgroup_wait<kPV ? 1 : 0>();  // Q.K^T done; P.V still reads pa and writes o
         fenceOperands(s);
         release(kK, i);
-        [[maybe_unused]] bool const skip = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale);
+        [[maybe_unused]] bool const skip = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale, moved);
         cute::warpgroup_wait<0>();
         fenceOperands(o);
         fenceOperands(pa);  // pa stays live (unreused) until the P.V that reads it is done
@@ -585,12 +620,14 @@ struct ConsumerSm90 {
             skipped = skip;
             if (skip) return;  // o and pa stay; the next step issues no P.V for this tile
         }
+        if (moved) {  // warp-uniform (always, with the exact max); rare once a row's first tiles are seen
 #pragma unroll
-        for (int nt = 0; nt < kHeadDim / 8; ++nt) {
-            o[nt * 4 + 0] *= rescale[0];
-            o[nt * 4 + 1] *= rescale[0];
-            o[nt * 4 + 2] *= rescale[1];
-            o[nt * 4 + 3] *= rescale[1];
+            for (int nt = 0; nt < kHeadDim / 8; ++nt) {
+                o[nt * 4 + 0] *= rescale[0];
+                o[nt * 4 + 1] *= rescale[0];
+                o[nt * 4 + 2] *= rescale[1];
+                o[nt * 4 + 3] *= rescale[1];
+            }
         }
         packP(s, pa);
     }
@@ -616,6 +653,7 @@ struct ConsumerSm90 {
         {
             float s[kBlockN / 2];
             float rescale[2];
+            bool moved;  // O is still zero: nothing to rescale
             waitFull(kK, 0);
             if constexpr (Tile::kPingPong)
                 if (wg == 1) cutlass::arch::NamedBarrier::arrive(Tile::kNConsumerThreads, Tile::kBarrierTurn0);
@@ -627,7 +665,7 @@ struct ConsumerSm90 {
             release(kK, 0);
             // O is still zero. Skipped only where the warpgroup holds no real row: a real
             // row's first tile holds its maximum.
-            skipped = softmaxStep<true>(s, nLast, rm, live, softmax, rescale);
+            skipped = softmaxStep<true>(s, nLast, rm, live, softmax, rescale, moved);
             if (!skipped) packP(s, pa);
             if constexpr (kSkip) nSkipped += skipped;
         }

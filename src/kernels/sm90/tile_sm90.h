@@ -65,6 +65,17 @@ struct TileSm90 {
     // the format's range (E4M3 holds up to 448); the row sums carry the same factor, so the
     // epilogue's division by them removes it.
     static constexpr int kPLog2 = kFp8 ? 8 : 0;
+    // The softmax's reference max lags the running max by up to kSlack8 / 8 (base 2), so that
+    // O is rescaled only in the steps where some row's maximum outgrows it
+    // (OnlineSoftmax::updateWarp); P then reaches 2^(kPLog2 + kSlack8 / 8): 256 in 16-bit,
+    // and 2^8.75 = 430 within E4M3's 448 in FP8. 16-bit D=64 keeps the exact max: its lag
+    // gained 2-5% on 4k rows but cost 1.5-2% on S=512 ones, where the exact max gains 1%.
+    // FMHA_SM90_SLACK8 (>= 0) sets one lag for every instance, for measurement.
+#ifndef FMHA_SM90_SLACK8
+#define FMHA_SM90_SLACK8 -1
+#endif
+    static constexpr int kSlack8 = FMHA_SM90_SLACK8 >= 0 ? FMHA_SM90_SLACK8 : kFp8 ? 6 : kHeadDim == 64 ? 0 : 64;
+    static_assert(!kFp8 || kSlack8 <= 6, "FP8 P within E4M3's range");
     static constexpr float kPScale = static_cast<float>(1 << kPLog2);
     // FP8: the producer warpgroup's barrier after it has read a raw V stage (named barrier 6).
     static constexpr int kBarrierProducer = 6;
