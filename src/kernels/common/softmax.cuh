@@ -89,10 +89,7 @@ struct OnlineSoftmax {
             float const mRef = mNew == -INFINITY ? 0.0F : mNew * scaleLog2;
             rescale[r] = rowMax[r] == -INFINITY ? 0.0F : fastExp2(rowMax[r] * scaleLog2 - mRef);
             rowMax[r] = mNew;
-            if constexpr (kPLog2 == 0)
-                rowSum[r] = rowSum[r] * rescale[r] + exponentiate(s[r], scaleLog2, mRef);
-            else
-                rowSum[r] = rowSum[r] * rescale[r] + exponentiate(s[r], scaleLog2, mRef - static_cast<float>(kPLog2));
+            rowSum[r] = rowSum[r] * rescale[r] + exponentiate(s[r], scaleLog2, mRef - static_cast<float>(kPLog2));
         }
     }
 
@@ -153,10 +150,8 @@ struct OnlineSoftmax {
             float const sum = quadSum(rowSum[r]);
             bool const none = sum == 0.0F || rowMax[r] == -INFINITY;
             invSum[r] = none ? 0.0F : 1.0F / sum;
-            if constexpr (kPLog2 == 0)
-                lse[r] = none ? -INFINITY : rowMax[r] * scale + logf(sum);
-            else  // the sums hold 2^kPLog2 times the probabilities
-                lse[r] = none ? -INFINITY : rowMax[r] * scale + (logf(sum) - static_cast<float>(kPLog2) * 0.6931471805599453F);
+            // The sums hold 2^kPLog2 times the probabilities.
+            lse[r] = none ? -INFINITY : rowMax[r] * scale + (logf(sum) - static_cast<float>(kPLog2) * 0.6931471805599453F);
         }
     }
 };
