@@ -96,9 +96,10 @@ INSTANTIATE_TEST_SUITE_P(Cases, PackGqa, ::testing::ValuesIn(packGqaCases()),
 // Structured scores: the queries' own and previous segments of 1024 keys, heavy-hitter blocks
 // and near-zero scores elsewhere (the first segment for the later rows), so that whole tiles
 // fall below lambda for every row of a group (the Hopper family's 64 rows) at S = 0.05.
-harness::ProblemSpec skipSpec(Mode mode, float skip, std::vector<int> lq = {700, 700},
+harness::ProblemSpec skipSpec(Mode mode, DataType dtype, float skip, std::vector<int> lq = {700, 700},
                               std::vector<int> lk = {3100, 2600}) {
     Case c = edge("skip", mode, 128, std::move(lq), std::move(lk), 4, 2);
+    c.spec.dtype = dtype;
     c.spec.structured = true;
     c.spec.skip = skip;
     c.spec.seed = 11;
@@ -107,7 +108,7 @@ harness::ProblemSpec skipSpec(Mode mode, float skip, std::vector<int> lq = {700,
 }
 
 // Skip-softmax in each family (the Hopper family's skip variant on sm_90, the portable one
-// forced), against the dense run of the same family.
+// forced), against the dense run of the same family, in FP16 and BF16.
 class SkipSoftmax : public ::testing::TestWithParam<bool> {};
 
 // A factor so small that no tile can qualify runs the skip path but must not move a bit; on
@@ -118,8 +119,10 @@ class SkipSoftmax : public ::testing::TestWithParam<bool> {};
 TEST_P(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
     FMHA_REQUIRE_GPU();
     ScopedFamily const family(/*portable=*/GetParam());
-    for (Mode mode : {Mode::kLlm, Mode::kPaged}) {
-        harness::ProblemSpec dense = skipSpec(mode, 0.0F, {768, 640}, {3072, 2560});
+    for (auto [mode, dtype] : {std::pair{Mode::kLlm, DataType::kHALF}, std::pair{Mode::kPaged, DataType::kHALF},
+                               std::pair{Mode::kLlm, DataType::kBF16}, std::pair{Mode::kPaged, DataType::kBF16}}) {
+        SCOPED_TRACE(dtype == DataType::kBF16 ? "bf16" : "fp16");
+        harness::ProblemSpec dense = skipSpec(mode, dtype, 0.0F, {768, 640}, {3072, 2560});
         dense.seed ^= runSeed();
         harness::HostProblem const p = harness::makeProblem(dense);
         harness::GpuResult a, b;
@@ -150,9 +153,11 @@ TEST_P(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
 TEST_P(SkipSoftmax, SmallFactorWithinDocumentedBound) {
     FMHA_REQUIRE_GPU();
     ScopedFamily const family(/*portable=*/GetParam());
-    for (Mode mode : {Mode::kLlm, Mode::kPaged}) {
+    for (auto [mode, dtype] : {std::pair{Mode::kLlm, DataType::kHALF}, std::pair{Mode::kPaged, DataType::kHALF},
+                               std::pair{Mode::kLlm, DataType::kBF16}, std::pair{Mode::kPaged, DataType::kBF16}}) {
+        SCOPED_TRACE(dtype == DataType::kBF16 ? "bf16" : "fp16");
         float const S = 0.05F;
-        harness::ProblemSpec spec = skipSpec(mode, S);
+        harness::ProblemSpec spec = skipSpec(mode, dtype, S);
         ScopedSkipStats const stats;
         ASSERT_TRUE(stats.ok());
         harness::GpuResult const skipped = checkAgainstReference(spec, 2.0 * S * spec.valueRange);

@@ -86,7 +86,7 @@ std::vector<Command> const& commands() {
           {"causal", false, "causal mask (the default)"},
           {"no-causal", false, "paged mode: no causal mask"},
           {"bidirectional", false, "paged mode: random bidirectional vision runs"},
-          {"skip", true, "skip-softmax factor S, FP16 causal (default 0: off)"},
+          {"skip", true, "skip-softmax factor S, FP16/BF16 causal (default 0: off)"},
           {"seed", true, "input seed (default 1)"},
           {"no-verify", false, "CPU: time the reference alone, skip the naive cross-check"}}},
         {"bench",
@@ -485,10 +485,11 @@ double kvBytes(ProblemSpec const& s) {
 
 // One structured problem of skipSweep (structuredPrev = prev): its rows appended to json;
 // returns the failed runs.
-int skipSweepOne(float prev, int iters, int launches, std::string const& commit, std::ostringstream& json,
-                 bool& first) {
+int skipSweepOne(DataType dtype, float prev, int iters, int launches, std::string const& commit,
+                 std::ostringstream& json, bool& first) {
     ProblemSpec s;
     s.mode = Mode::kLlm;
+    s.dtype = dtype;
     s.numQHeads = 32;
     s.numKVHeads = 8;
     s.headDim = 128;
@@ -564,18 +565,18 @@ int skipSweepOne(float prev, int iters, int launches, std::string const& commit,
     return failures;
 }
 
-// Skip-softmax on a 16k causal prefill (32/8 heads, D=128, FP16) whose scores have an LLM's
+// Skip-softmax on a 16k causal prefill (32/8 heads, D=128, FP16 or BF16) whose scores have an LLM's
 // structure (harness::makeProblem's structured inputs): the dense run, then each factor S with
 // the kernel's skip counters read in an untimed run (Hopper family; "-" elsewhere), the time,
 // and the output's error against the dense output.
-int skipSweep(int iters, int launches, std::string const& commit, std::ofstream* jsonOut) {
+int skipSweep(DataType dtype, int iters, int launches, std::string const& commit, std::ofstream* jsonOut) {
     std::ostringstream json;
     json << "[\n";
     int failures = 0;
     bool first = true;
     // The structured problem twice: its previous segment 15.7 base-2 units below a query's own
     // (dropped from S = 0.3 on) and 10 units below (kept up to S = 15): two sparsity ranges.
-    for (float prev : {0.35F, 0.55F}) failures += skipSweepOne(prev, iters, launches, commit, json, first);
+    for (float prev : {0.35F, 0.55F}) failures += skipSweepOne(dtype, prev, iters, launches, commit, json, first);
     json << "\n]\n";
     if (jsonOut != nullptr) {
         *jsonOut << json.str();
@@ -616,7 +617,13 @@ int cmdBench(Flags& f) {
             return 2;
         }
     }
-    if (f.has("skip-sweep")) return skipSweep(iters, launches, commit, jsonPath.empty() ? nullptr : &jsonOut);
+    if (f.has("skip-sweep")) {
+        if (dtype == DataType::kFP8) {
+            std::fprintf(stderr, "fmha bench --skip-sweep: skip-softmax takes FP16 and BF16 input\n");
+            return 2;
+        }
+        return skipSweep(dtype, iters, launches, commit, jsonPath.empty() ? nullptr : &jsonOut);
+    }
     bool const quick = f.has("quick"), decode = f.has("decode");
     int const splits = f.integer("splits", 0);
     if (!f.errors.empty() || splits < 0 || splits > FmhaRunner::kMaxSplits) {
