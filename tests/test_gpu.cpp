@@ -112,10 +112,10 @@ harness::ProblemSpec skipSpec(Mode mode, DataType dtype, float skip, std::vector
 class SkipSoftmax : public ::testing::TestWithParam<bool> {};
 
 // A factor so small that no tile can qualify runs the skip path but must not move a bit; on
-// the Hopper family the kernel's counters show tiles visited and none skipped. The lengths
-// are whole 128-row and 128-key tiles: a warpgroup whose rows all lie past the sequence's end,
-// or that sees none of a causal tile's keys, drops that tile at any factor (it adds nothing,
-// but the counters would show it).
+// the Hopper family the kernel's counters show tiles visited and none dropped. The lengths
+// are whole 128-row and 128-key tiles: a warp whose rows all lie past the sequence's end, or
+// that sees none of a causal tile's keys, drops that tile at any factor (it adds nothing, but
+// the counters would show it).
 TEST_P(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
     FMHA_REQUIRE_GPU();
     ScopedFamily const family(/*portable=*/GetParam());
@@ -137,13 +137,15 @@ TEST_P(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
         EXPECT_EQ(std::memcmp(a.o.data(), b.o.data(), a.o.size() * 2), 0);
         EXPECT_EQ(std::memcmp(a.lse.data(), b.lse.data(), a.lse.size() * 4), 0);
         EXPECT_EQ(a.family, b.family);
-        unsigned long long visited = 0, skipped = 0;
-        ASSERT_TRUE(stats.read(&visited, &skipped));
+        SkipCounts c;
+        ASSERT_TRUE(stats.read(&c));
         if (b.family == "sm90") {
-            EXPECT_GT(visited, 0U);
-            EXPECT_EQ(skipped, 0U);
+            EXPECT_GT(c.visited, 0U);
+            EXPECT_EQ(c.warpVisited, 4 * c.visited);
+            EXPECT_EQ(c.skipped, 0U);
+            EXPECT_EQ(c.warpDropped, 0U);
         } else {
-            EXPECT_EQ(visited, 0U) << "only the Hopper family counts";
+            EXPECT_EQ(c.visited + c.warpVisited, 0U) << "only the Hopper family counts";
         }
     }
 }
@@ -161,17 +163,19 @@ TEST_P(SkipSoftmax, SmallFactorWithinDocumentedBound) {
         ScopedSkipStats const stats;
         ASSERT_TRUE(stats.ok());
         harness::GpuResult const skipped = checkAgainstReference(spec, 2.0 * S * spec.valueRange);
-        unsigned long long visited = 0, skippedTiles = 0;
-        ASSERT_TRUE(stats.read(&visited, &skippedTiles));
+        SkipCounts c;
+        ASSERT_TRUE(stats.read(&c));
         harness::ProblemSpec dense = spec;
         dense.skip = 0.0F;
         harness::GpuResult const full = checkAgainstReference(dense);
         EXPECT_EQ(skipped.family, full.family);
         EXPECT_NE(std::memcmp(skipped.o.data(), full.o.data(), full.o.size() * 2), 0)
             << "skip-softmax skipped nothing on a problem built to skip";
-        if (skipped.family == "sm90") {
-            EXPECT_GT(skippedTiles, 0U);
-            EXPECT_LT(skippedTiles, visited);
+        if (skipped.family == "sm90") {  // a P.V is skipped only where all four warps dropped the tile
+            EXPECT_GT(c.skipped, 0U);
+            EXPECT_LT(c.skipped, c.visited);
+            EXPECT_GE(c.warpDropped, 4 * c.skipped);
+            EXPECT_LT(c.warpDropped, c.warpVisited);
         }
     }
 }

@@ -483,9 +483,9 @@ double kvBytes(ProblemSpec const& s) {
     return keys * s.numKVHeads * s.headDim * 2 * (s.dtype == DataType::kFP8 ? 1 : 2);
 }
 
-// One structured problem of skipSweep (structuredPrev = prev): its rows appended to json;
-// returns the failed runs.
-int skipSweepOne(DataType dtype, float prev, int iters, int launches, std::string const& commit,
+// One structured problem of skipSweep (structuredPrev = prev, structuredSegment = segment):
+// its rows appended to json; returns the failed runs.
+int skipSweepOne(DataType dtype, float prev, int segment, int iters, int launches, std::string const& commit,
                  std::ostringstream& json, bool& first) {
     ProblemSpec s;
     s.mode = Mode::kLlm;
@@ -498,11 +498,12 @@ int skipSweepOne(DataType dtype, float prev, int iters, int launches, std::strin
     s.withLse = false;
     s.structured = true;
     s.structuredPrev = prev;
+    s.structuredSegment = segment;
     s.splits = 1;
     HostProblem const p = harness::makeProblem(s);
     double const flops = harness::countFlops(p);
     unsigned long long* counters = nullptr;
-    if (cudaMalloc(reinterpret_cast<void**>(&counters), 2 * sizeof(unsigned long long)) != cudaSuccess) {
+    if (cudaMalloc(reinterpret_cast<void**>(&counters), 4 * sizeof(unsigned long long)) != cudaSuccess) {
         std::fprintf(stderr, "fmha bench --skip-sweep: cannot allocate the skip counters\n");
         return 1;
     }
@@ -515,17 +516,19 @@ int skipSweepOne(DataType dtype, float prev, int iters, int launches, std::strin
     }
     detail::DeviceInfo dev;
     detail::currentDevice(&dev);
-    std::printf("%s: %s, structured scores (previous segment weight %.2f)\n", dev.name.c_str(), p.describe().c_str(),
-                prev);
-    std::printf("%10s %9s %9s %8s %8s %10s %10s %s\n", "factor S", "skipped", "ms", "TFLOPS", "speedup", "max err",
-                "mean err", "family");
-    std::printf("%10s %9s %9.4f %8.1f %8.3f %10s %10s %s\n", "0 (dense)", "-", dense.medianMs,
+    std::printf("%s: %s, structured scores (segments of %d keys, previous segment weight %.2f)\n", dev.name.c_str(),
+                p.describe().c_str(), segment, prev);
+    // dropped: the (warp, key tile) steps whose exponentials a warp skipped; P.V skipped: the
+    // (warpgroup, key tile) steps whose P.V product was skipped (all four warps dropped the tile).
+    std::printf("%10s %9s %9s %9s %8s %8s %10s %10s %s\n", "factor S", "dropped", "P.V skip", "ms", "TFLOPS",
+                "speedup", "max err", "mean err", "family");
+    std::printf("%10s %9s %9s %9.4f %8.1f %8.3f %10s %10s %s\n", "0 (dense)", "-", "-", dense.medianMs,
                 flops / (dense.medianMs * 1e-3) / 1e12, 1.0, "-", "-", dense.family.c_str());
     int failures = 0;
-    for (float S : {1e-30F, 1.0F, 4.0F, 16.0F, 64.0F, 256.0F, 1024.0F, 4096.0F}) {
+    for (float S : {1e-30F, 1.0F, 2.0F, 4.0F, 8.0F, 16.0F, 64.0F, 256.0F, 1024.0F, 4096.0F}) {
         HostProblem q = p;
         q.spec.skip = S;
-        unsigned long long counts[2] = {0, 0};
+        unsigned long long counts[4] = {0, 0, 0, 0};
         harness::GpuResult once, timed;
         cudaMemset(counters, 0, sizeof(counts));
         detail::setSkipStats(counters);
@@ -545,18 +548,20 @@ int skipSweepOne(DataType dtype, float prev, int iters, int launches, std::strin
             sumErr += e;
         }
         double const meanErr = dense.o.empty() ? 0.0 : sumErr / static_cast<double>(dense.o.size());
-        bool const counted = counts[0] > 0;
-        double const sparsity = counted ? static_cast<double>(counts[1]) / static_cast<double>(counts[0]) : 0.0;
-        char skipped[16] = "-";
-        if (counted) std::snprintf(skipped, sizeof skipped, "%.1f%%", 100.0 * sparsity);
-        std::printf("%10g %9s %9.4f %8.1f %8.3f %10.3g %10.3g %s\n", S, skipped, timed.medianMs,
+        char dropped[16] = "-", skipped[16] = "-";
+        if (counts[0] > 0)
+            std::snprintf(skipped, sizeof skipped, "%.1f%%", 100.0 * static_cast<double>(counts[1]) / counts[0]);
+        if (counts[2] > 0)
+            std::snprintf(dropped, sizeof dropped, "%.1f%%", 100.0 * static_cast<double>(counts[3]) / counts[2]);
+        std::printf("%10g %9s %9s %9.4f %8.1f %8.3f %10.3g %10.3g %s\n", S, dropped, skipped, timed.medianMs,
                     flops / (timed.medianMs * 1e-3) / 1e12, dense.medianMs / timed.medianMs, maxErr, meanErr,
                     timed.family.c_str());
         json << (first ? "" : ",\n") << "  {\"sweep\": \"skip\", \"factor\": " << S << ", \"tiles_visited\": " << counts[0]
-             << ", \"tiles_skipped\": " << counts[1] << ", \"ms\": " << timed.medianMs << ", \"dense_ms\": "
+             << ", \"tiles_skipped\": " << counts[1] << ", \"warp_tiles_visited\": " << counts[2]
+             << ", \"warp_tiles_dropped\": " << counts[3] << ", \"ms\": " << timed.medianMs << ", \"dense_ms\": "
              << dense.medianMs << ", \"speedup\": " << dense.medianMs / timed.medianMs << ", \"max_err\": " << maxErr
              << ", \"mean_err\": " << meanErr << ", \"family\": \"" << timed.family << "\", \"dense_family\": \""
-             << dense.family << "\", \"structured_prev\": " << prev << ", \"device\": \"" << dev.name
+             << dense.family << "\", \"structured_prev\": " << prev << ", \"structured_segment\": " << segment << ", \"device\": \"" << dev.name
              << "\", \"problem\": \"" << p.describe()
              << "\", \"date\": \"" << today() << "\", \"commit\": \"" << commit << "\"}";
         first = false;
@@ -574,9 +579,11 @@ int skipSweep(DataType dtype, int iters, int launches, std::string const& commit
     json << "[\n";
     int failures = 0;
     bool first = true;
-    // The structured problem twice: its previous segment 15.7 base-2 units below a query's own
-    // (dropped from S = 0.3 on) and 10 units below (kept up to S = 15): two sparsity ranges.
-    for (float prev : {0.35F, 0.55F}) failures += skipSweepOne(dtype, prev, iters, launches, commit, json, first);
+    // The structured problem three times: its previous segment 15.7 base-2 units below a
+    // query's own (dropped from S = 0.3 on), 10 units below (kept up to S = 15), and the latter
+    // with segments of 1280 keys: sparsities of about 90%, 80% and 70-75%.
+    for (auto [prev, segment] : {std::pair{0.35F, 1024}, std::pair{0.55F, 1024}, std::pair{0.55F, 1280}})
+        failures += skipSweepOne(dtype, prev, segment, iters, launches, commit, json, first);
     json << "\n]\n";
     if (jsonOut != nullptr) {
         *jsonOut << json.str();
