@@ -89,7 +89,8 @@ struct FmhaParams {
     float* lseAccum = nullptr;  // [numSplits, batch, maxSeqLenQ, numQHeads]
 
     // Skip-softmax statistics (tests and the benchmark; null otherwise): the Hopper family adds
-    // the (consumer warpgroup, key tile) steps it visited to [0] and those it skipped to [1].
+    // the (consumer warpgroup, key tile) steps it visited to [0] and those whose P.V it skipped
+    // to [1], the (warp, key tile) steps to [2] and those the warp dropped to [3].
     // Last, so that the kernels' offsets of the fields above stay as they were.
     unsigned long long* skipStats = nullptr;
     // FP8 input: O is written as BF16 instead of FP16 (FP8 instances only read it).

@@ -89,7 +89,7 @@ std::string HostProblem::describe() const {
 namespace {
 
 // Rewrites an LLM or paged problem's Q and K (makeProblem's spec.structured). The keys fall into
-// segments of kSegment positions, segment s holding the basis vector e_(s mod kEmbed) times
+// segments of kSegment positions (spec.structuredSegment), segment s holding the basis vector e_(s mod kEmbed) times
 // kAmp in dims 0..kEmbed-1; a query holds its own segment's vector plus kPrev
 // (spec.structuredPrev) times the previous segment's (normalised), so that its scores are
 // about 189 on its own segment, 66 on the previous one and 0 elsewhere (kPrev 0.35; 175 and
@@ -98,7 +98,8 @@ namespace {
 // (score noise of std 2.6 at D=128). A query's segment is that of its own key position
 // (bottom-right aligned).
 void structureScores(HostProblem& p, std::mt19937_64& rng) {
-    constexpr int kSegment = 1024, kEmbed = 64, kBlock = 64;
+    constexpr int kEmbed = 64, kBlock = 64;
+    int const kSegment = std::max(1, p.spec.structuredSegment);
     constexpr float kAmp = 14.142F, kHeavy = 10.0F;
     float const kPrev = p.spec.structuredPrev;
     ProblemSpec const& s = p.spec;

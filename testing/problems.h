@@ -42,9 +42,11 @@ struct ProblemSpec {
     // LLM's attention (see makeProblem) instead of uniform noise; skip-softmax's tests and
     // benchmark. structuredPrev: the weight of the previous segment's vector in a query (its
     // scores there, relative to its own segment's: 0.35 puts them 15.7 base-2 units of the
-    // softmax below at D=128, 0.55 10 units, so that small factors keep that segment).
+    // softmax below at D=128, 0.55 10 units, so that small factors keep that segment);
+    // structuredSegment: the segment length in key positions.
     bool structured = false;
     float structuredPrev = 0.35F;
+    int structuredSegment = 1024;
     uint64_t seed = 1;
 };
 

@@ -36,12 +36,16 @@ private:
 };
 
 // Skip-softmax counters (FmhaParams::skipStats) for the launches in its scope: the Hopper
-// family's visited and skipped (warpgroup, key tile) steps.
+// family's (warpgroup, key tile) steps and the P.V products it skipped, its (warp, key tile)
+// steps and the tiles its warps dropped.
+struct SkipCounts {
+    unsigned long long visited = 0, skipped = 0, warpVisited = 0, warpDropped = 0;
+};
 class ScopedSkipStats {
 public:
     ScopedSkipStats() {
-        if (cudaMalloc(reinterpret_cast<void**>(&counters_), 2 * sizeof(unsigned long long)) != cudaSuccess ||
-            cudaMemset(counters_, 0, 2 * sizeof(unsigned long long)) != cudaSuccess)
+        if (cudaMalloc(reinterpret_cast<void**>(&counters_), 4 * sizeof(unsigned long long)) != cudaSuccess ||
+            cudaMemset(counters_, 0, 4 * sizeof(unsigned long long)) != cudaSuccess)
             counters_ = nullptr;
         previous_ = detail::setSkipStats(counters_);
     }
@@ -53,13 +57,12 @@ public:
     ScopedSkipStats& operator=(ScopedSkipStats const&) = delete;
     bool ok() const { return counters_ != nullptr; }
     // The counts so far (after the device work that adds them); false where they cannot be read.
-    bool read(unsigned long long* visited, unsigned long long* skipped) const {
-        unsigned long long h[2] = {0, 0};
+    bool read(SkipCounts* c) const {
+        unsigned long long h[4] = {0, 0, 0, 0};
         if (counters_ == nullptr || cudaDeviceSynchronize() != cudaSuccess ||
             cudaMemcpy(h, counters_, sizeof(h), cudaMemcpyDeviceToHost) != cudaSuccess)
             return false;
-        *visited = h[0];
-        *skipped = h[1];
+        *c = {h[0], h[1], h[2], h[3]};
         return true;
     }
 

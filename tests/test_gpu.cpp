@@ -96,9 +96,10 @@ INSTANTIATE_TEST_SUITE_P(Cases, PackGqa, ::testing::ValuesIn(packGqaCases()),
 // Structured scores: the queries' own and previous segments of 1024 keys, heavy-hitter blocks
 // and near-zero scores elsewhere (the first segment for the later rows), so that whole tiles
 // fall below lambda for every row of a group (the Hopper family's 64 rows) at S = 0.05.
-harness::ProblemSpec skipSpec(Mode mode, float skip, std::vector<int> lq = {700, 700},
+harness::ProblemSpec skipSpec(Mode mode, DataType dtype, float skip, std::vector<int> lq = {700, 700},
                               std::vector<int> lk = {3100, 2600}) {
     Case c = edge("skip", mode, 128, std::move(lq), std::move(lk), 4, 2);
+    c.spec.dtype = dtype;
     c.spec.structured = true;
     c.spec.skip = skip;
     c.spec.seed = 11;
@@ -107,19 +108,21 @@ harness::ProblemSpec skipSpec(Mode mode, float skip, std::vector<int> lq = {700,
 }
 
 // Skip-softmax in each family (the Hopper family's skip variant on sm_90, the portable one
-// forced), against the dense run of the same family.
+// forced), against the dense run of the same family, in FP16 and BF16.
 class SkipSoftmax : public ::testing::TestWithParam<bool> {};
 
 // A factor so small that no tile can qualify runs the skip path but must not move a bit; on
-// the Hopper family the kernel's counters show tiles visited and none skipped. The lengths
-// are whole 128-row and 128-key tiles: a warpgroup whose rows all lie past the sequence's end,
-// or that sees none of a causal tile's keys, drops that tile at any factor (it adds nothing,
-// but the counters would show it).
+// the Hopper family the kernel's counters show tiles visited and none dropped. The lengths
+// are whole 128-row and 128-key tiles: a warp whose rows all lie past the sequence's end, or
+// that sees none of a causal tile's keys, drops that tile at any factor (it adds nothing, but
+// the counters would show it).
 TEST_P(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
     FMHA_REQUIRE_GPU();
     ScopedFamily const family(/*portable=*/GetParam());
-    for (Mode mode : {Mode::kLlm, Mode::kPaged}) {
-        harness::ProblemSpec dense = skipSpec(mode, 0.0F, {768, 640}, {3072, 2560});
+    for (auto [mode, dtype] : {std::pair{Mode::kLlm, DataType::kHALF}, std::pair{Mode::kPaged, DataType::kHALF},
+                               std::pair{Mode::kLlm, DataType::kBF16}, std::pair{Mode::kPaged, DataType::kBF16}}) {
+        SCOPED_TRACE(dtype == DataType::kBF16 ? "bf16" : "fp16");
+        harness::ProblemSpec dense = skipSpec(mode, dtype, 0.0F, {768, 640}, {3072, 2560});
         dense.seed ^= runSeed();
         harness::HostProblem const p = harness::makeProblem(dense);
         harness::GpuResult a, b;
@@ -134,13 +137,15 @@ TEST_P(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
         EXPECT_EQ(std::memcmp(a.o.data(), b.o.data(), a.o.size() * 2), 0);
         EXPECT_EQ(std::memcmp(a.lse.data(), b.lse.data(), a.lse.size() * 4), 0);
         EXPECT_EQ(a.family, b.family);
-        unsigned long long visited = 0, skipped = 0;
-        ASSERT_TRUE(stats.read(&visited, &skipped));
+        SkipCounts c;
+        ASSERT_TRUE(stats.read(&c));
         if (b.family == "sm90") {
-            EXPECT_GT(visited, 0U);
-            EXPECT_EQ(skipped, 0U);
+            EXPECT_GT(c.visited, 0U);
+            EXPECT_EQ(c.warpVisited, 4 * c.visited);
+            EXPECT_EQ(c.skipped, 0U);
+            EXPECT_EQ(c.warpDropped, 0U);
         } else {
-            EXPECT_EQ(visited, 0U) << "only the Hopper family counts";
+            EXPECT_EQ(c.visited + c.warpVisited, 0U) << "only the Hopper family counts";
         }
     }
 }
@@ -150,23 +155,27 @@ TEST_P(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
 TEST_P(SkipSoftmax, SmallFactorWithinDocumentedBound) {
     FMHA_REQUIRE_GPU();
     ScopedFamily const family(/*portable=*/GetParam());
-    for (Mode mode : {Mode::kLlm, Mode::kPaged}) {
+    for (auto [mode, dtype] : {std::pair{Mode::kLlm, DataType::kHALF}, std::pair{Mode::kPaged, DataType::kHALF},
+                               std::pair{Mode::kLlm, DataType::kBF16}, std::pair{Mode::kPaged, DataType::kBF16}}) {
+        SCOPED_TRACE(dtype == DataType::kBF16 ? "bf16" : "fp16");
         float const S = 0.05F;
-        harness::ProblemSpec spec = skipSpec(mode, S);
+        harness::ProblemSpec spec = skipSpec(mode, dtype, S);
         ScopedSkipStats const stats;
         ASSERT_TRUE(stats.ok());
         harness::GpuResult const skipped = checkAgainstReference(spec, 2.0 * S * spec.valueRange);
-        unsigned long long visited = 0, skippedTiles = 0;
-        ASSERT_TRUE(stats.read(&visited, &skippedTiles));
+        SkipCounts c;
+        ASSERT_TRUE(stats.read(&c));
         harness::ProblemSpec dense = spec;
         dense.skip = 0.0F;
         harness::GpuResult const full = checkAgainstReference(dense);
         EXPECT_EQ(skipped.family, full.family);
         EXPECT_NE(std::memcmp(skipped.o.data(), full.o.data(), full.o.size() * 2), 0)
             << "skip-softmax skipped nothing on a problem built to skip";
-        if (skipped.family == "sm90") {
-            EXPECT_GT(skippedTiles, 0U);
-            EXPECT_LT(skippedTiles, visited);
+        if (skipped.family == "sm90") {  // a P.V is skipped only where all four warps dropped the tile
+            EXPECT_GT(c.skipped, 0U);
+            EXPECT_LT(c.skipped, c.visited);
+            EXPECT_GE(c.warpDropped, 4 * c.skipped);
+            EXPECT_LT(c.warpDropped, c.warpVisited);
         }
     }
 }

@@ -126,7 +126,8 @@ INSTANTIATE_TEST_SUITE_P(Matrix, ReferenceVsNaive, ::testing::ValuesIn(matrixCas
 INSTANTIATE_TEST_SUITE_P(Edge, ReferenceVsNaive, ::testing::ValuesIn(edgeCases(0.5)), caseName);
 
 // The GPU skip-softmax tests' problem (test_gpu.cpp: skipSpec) skips tiles at S = 0.05 even at
-// the Hopper family's granularity (64 rows, 128-key tiles), and none at S = 1e-30.
+// the granularity of the Hopper family's skipped P.V products (a warpgroup's 64 rows, 128-key
+// tiles; its warps drop tiles for 16 rows), and none at S = 1e-30.
 TEST(ReferenceSkipSoftmax, StructuredProblemSkipsAtHopperGranularity) {
     for (Mode mode : {Mode::kLlm, Mode::kPaged}) {
         Case c = edge("skip", mode, 128, {700, 700}, {3100, 2600}, 4, 2);

@@ -86,7 +86,7 @@ std::vector<Command> const& commands() {
           {"causal", false, "causal mask (the default)"},
           {"no-causal", false, "paged mode: no causal mask"},
           {"bidirectional", false, "paged mode: random bidirectional vision runs"},
-          {"skip", true, "skip-softmax factor S, FP16 causal (default 0: off)"},
+          {"skip", true, "skip-softmax factor S, FP16/BF16 causal (default 0: off)"},
           {"seed", true, "input seed (default 1)"},
           {"no-verify", false, "CPU: time the reference alone, skip the naive cross-check"}}},
         {"bench",
@@ -483,12 +483,13 @@ double kvBytes(ProblemSpec const& s) {
     return keys * s.numKVHeads * s.headDim * 2 * (s.dtype == DataType::kFP8 ? 1 : 2);
 }
 
-// One structured problem of skipSweep (structuredPrev = prev): its rows appended to json;
-// returns the failed runs.
-int skipSweepOne(float prev, int iters, int launches, std::string const& commit, std::ostringstream& json,
-                 bool& first) {
+// One structured problem of skipSweep (structuredPrev = prev, structuredSegment = segment):
+// its rows appended to json; returns the failed runs.
+int skipSweepOne(DataType dtype, float prev, int segment, int iters, int launches, std::string const& commit,
+                 std::ostringstream& json, bool& first) {
     ProblemSpec s;
     s.mode = Mode::kLlm;
+    s.dtype = dtype;
     s.numQHeads = 32;
     s.numKVHeads = 8;
     s.headDim = 128;
@@ -497,11 +498,12 @@ int skipSweepOne(float prev, int iters, int launches, std::string const& commit,
     s.withLse = false;
     s.structured = true;
     s.structuredPrev = prev;
+    s.structuredSegment = segment;
     s.splits = 1;
     HostProblem const p = harness::makeProblem(s);
     double const flops = harness::countFlops(p);
     unsigned long long* counters = nullptr;
-    if (cudaMalloc(reinterpret_cast<void**>(&counters), 2 * sizeof(unsigned long long)) != cudaSuccess) {
+    if (cudaMalloc(reinterpret_cast<void**>(&counters), 4 * sizeof(unsigned long long)) != cudaSuccess) {
         std::fprintf(stderr, "fmha bench --skip-sweep: cannot allocate the skip counters\n");
         return 1;
     }
@@ -514,17 +516,19 @@ int skipSweepOne(float prev, int iters, int launches, std::string const& commit,
     }
     detail::DeviceInfo dev;
     detail::currentDevice(&dev);
-    std::printf("%s: %s, structured scores (previous segment weight %.2f)\n", dev.name.c_str(), p.describe().c_str(),
-                prev);
-    std::printf("%10s %9s %9s %8s %8s %10s %10s %s\n", "factor S", "skipped", "ms", "TFLOPS", "speedup", "max err",
-                "mean err", "family");
-    std::printf("%10s %9s %9.4f %8.1f %8.3f %10s %10s %s\n", "0 (dense)", "-", dense.medianMs,
+    std::printf("%s: %s, structured scores (segments of %d keys, previous segment weight %.2f)\n", dev.name.c_str(),
+                p.describe().c_str(), segment, prev);
+    // dropped: the (warp, key tile) steps whose exponentials a warp skipped; P.V skipped: the
+    // (warpgroup, key tile) steps whose P.V product was skipped (all four warps dropped the tile).
+    std::printf("%10s %9s %9s %9s %8s %8s %10s %10s %s\n", "factor S", "dropped", "P.V skip", "ms", "TFLOPS",
+                "speedup", "max err", "mean err", "family");
+    std::printf("%10s %9s %9s %9.4f %8.1f %8.3f %10s %10s %s\n", "0 (dense)", "-", "-", dense.medianMs,
                 flops / (dense.medianMs * 1e-3) / 1e12, 1.0, "-", "-", dense.family.c_str());
     int failures = 0;
-    for (float S : {1e-30F, 1.0F, 4.0F, 16.0F, 64.0F, 256.0F, 1024.0F, 4096.0F}) {
+    for (float S : {1e-30F, 1.0F, 2.0F, 4.0F, 8.0F, 16.0F, 64.0F, 256.0F, 1024.0F, 4096.0F}) {
         HostProblem q = p;
         q.spec.skip = S;
-        unsigned long long counts[2] = {0, 0};
+        unsigned long long counts[4] = {0, 0, 0, 0};
         harness::GpuResult once, timed;
         cudaMemset(counters, 0, sizeof(counts));
         detail::setSkipStats(counters);
@@ -544,18 +548,20 @@ int skipSweepOne(float prev, int iters, int launches, std::string const& commit,
             sumErr += e;
         }
         double const meanErr = dense.o.empty() ? 0.0 : sumErr / static_cast<double>(dense.o.size());
-        bool const counted = counts[0] > 0;
-        double const sparsity = counted ? static_cast<double>(counts[1]) / static_cast<double>(counts[0]) : 0.0;
-        char skipped[16] = "-";
-        if (counted) std::snprintf(skipped, sizeof skipped, "%.1f%%", 100.0 * sparsity);
-        std::printf("%10g %9s %9.4f %8.1f %8.3f %10.3g %10.3g %s\n", S, skipped, timed.medianMs,
+        char dropped[16] = "-", skipped[16] = "-";
+        if (counts[0] > 0)
+            std::snprintf(skipped, sizeof skipped, "%.1f%%", 100.0 * static_cast<double>(counts[1]) / counts[0]);
+        if (counts[2] > 0)
+            std::snprintf(dropped, sizeof dropped, "%.1f%%", 100.0 * static_cast<double>(counts[3]) / counts[2]);
+        std::printf("%10g %9s %9s %9.4f %8.1f %8.3f %10.3g %10.3g %s\n", S, dropped, skipped, timed.medianMs,
                     flops / (timed.medianMs * 1e-3) / 1e12, dense.medianMs / timed.medianMs, maxErr, meanErr,
                     timed.family.c_str());
         json << (first ? "" : ",\n") << "  {\"sweep\": \"skip\", \"factor\": " << S << ", \"tiles_visited\": " << counts[0]
-             << ", \"tiles_skipped\": " << counts[1] << ", \"ms\": " << timed.medianMs << ", \"dense_ms\": "
+             << ", \"tiles_skipped\": " << counts[1] << ", \"warp_tiles_visited\": " << counts[2]
+             << ", \"warp_tiles_dropped\": " << counts[3] << ", \"ms\": " << timed.medianMs << ", \"dense_ms\": "
              << dense.medianMs << ", \"speedup\": " << dense.medianMs / timed.medianMs << ", \"max_err\": " << maxErr
              << ", \"mean_err\": " << meanErr << ", \"family\": \"" << timed.family << "\", \"dense_family\": \""
-             << dense.family << "\", \"structured_prev\": " << prev << ", \"device\": \"" << dev.name
+             << dense.family << "\", \"structured_prev\": " << prev << ", \"structured_segment\": " << segment << ", \"device\": \"" << dev.name
              << "\", \"problem\": \"" << p.describe()
              << "\", \"date\": \"" << today() << "\", \"commit\": \"" << commit << "\"}";
         first = false;
@@ -564,18 +570,20 @@ int skipSweepOne(float prev, int iters, int launches, std::string const& commit,
     return failures;
 }
 
-// Skip-softmax on a 16k causal prefill (32/8 heads, D=128, FP16) whose scores have an LLM's
+// Skip-softmax on a 16k causal prefill (32/8 heads, D=128, FP16 or BF16) whose scores have an LLM's
 // structure (harness::makeProblem's structured inputs): the dense run, then each factor S with
 // the kernel's skip counters read in an untimed run (Hopper family; "-" elsewhere), the time,
 // and the output's error against the dense output.
-int skipSweep(int iters, int launches, std::string const& commit, std::ofstream* jsonOut) {
+int skipSweep(DataType dtype, int iters, int launches, std::string const& commit, std::ofstream* jsonOut) {
     std::ostringstream json;
     json << "[\n";
     int failures = 0;
     bool first = true;
-    // The structured problem twice: its previous segment 15.7 base-2 units below a query's own
-    // (dropped from S = 0.3 on) and 10 units below (kept up to S = 15): two sparsity ranges.
-    for (float prev : {0.35F, 0.55F}) failures += skipSweepOne(prev, iters, launches, commit, json, first);
+    // The structured problem three times: its previous segment 15.7 base-2 units below a
+    // query's own (dropped from S = 0.3 on), 10 units below (kept up to S = 15), and the latter
+    // with segments of 1280 keys: sparsities of about 90%, 80% and 70-75%.
+    for (auto [prev, segment] : {std::pair{0.35F, 1024}, std::pair{0.55F, 1024}, std::pair{0.55F, 1280}})
+        failures += skipSweepOne(dtype, prev, segment, iters, launches, commit, json, first);
     json << "\n]\n";
     if (jsonOut != nullptr) {
         *jsonOut << json.str();
@@ -616,7 +624,13 @@ int cmdBench(Flags& f) {
             return 2;
         }
     }
-    if (f.has("skip-sweep")) return skipSweep(iters, launches, commit, jsonPath.empty() ? nullptr : &jsonOut);
+    if (f.has("skip-sweep")) {
+        if (dtype == DataType::kFP8) {
+            std::fprintf(stderr, "fmha bench --skip-sweep: skip-softmax takes FP16 and BF16 input\n");
+            return 2;
+        }
+        return skipSweep(dtype, iters, launches, commit, jsonPath.empty() ? nullptr : &jsonOut);
+    }
     bool const quick = f.has("quick"), decode = f.has("decode");
     int const splits = f.integer("splits", 0);
     if (!f.errors.empty() || splits < 0 || splits > FmhaRunner::kMaxSplits) {

@@ -29,9 +29,9 @@ SM80_HEAD_DIMS = sorted({p for _, p, _, _ in HEAD_DIMS})
 # block: they also get the compact configuration (src/kernels/sm80/tile_sm80.h).
 SM80_COMPACT_DIMS = [128, 256, 512]
 # Hopper family (sm_90a): 16-bit input, the native wgmma head dims; skip-softmax variants for
-# the element types skip-softmax takes (FP16).
+# the element types skip-softmax takes (FP16 and BF16).
 SM90_ELEMENTS = ["kFp16", "kBf16"]
-SM90_SKIP_ELEMENTS = ["kFp16"]
+SM90_SKIP_ELEMENTS = ["kFp16", "kBf16"]
 # FP8 E4M3 in the Hopper family: the kernel head dims it has (API head dims whose FP8 rows are
 # whole 16-byte chunks run there: 64, 80, 96, 128, 256).
 SM90_FP8_DIMS = [64, 128, 256]

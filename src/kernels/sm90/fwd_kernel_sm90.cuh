@@ -48,6 +48,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim>::kNThreads, 1) fwdKern
     uint64_t* vtBar = reinterpret_cast<uint64_t*>(sVt + Tile::kStages * Tile::kBytesVt);
     __shared__ PipelineSm90<Tile::kStages> pipe;
     __shared__ int sBidir[2];
+    __shared__ uint32_t sDrops[2][2];  // kSkip: each consumer warpgroup's drop bytes, [tile parity][warp]
 
     int const tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     // Highest query tiles (most keys) first; grid.x holds the row tiles of each split-KV part in turn.
@@ -111,7 +112,8 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim>::kNThreads, 1) fwdKern
         ConsumerSm90<ET, Tile, kSkip> const consumer{p, seq, mask, pipe, sQAddr, static_cast<uint32_t>(__cvta_generic_to_shared(sK)),
                                                      static_cast<uint32_t>(__cvta_generic_to_shared(sV)), warpRow0 + g, t,
                                                      lane == 0, cwg, skipLog2,
-                                                     static_cast<uint32_t>(__cvta_generic_to_shared(sVt)), vtBar};
+                                                     static_cast<uint32_t>(__cvta_generic_to_shared(sVt)), vtBar,
+                                                     static_cast<uint32_t>(__cvta_generic_to_shared(sDrops[cwg]))};
         consumer.run(o, softmax);
     }
 

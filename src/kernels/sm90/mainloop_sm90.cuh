@@ -436,26 +436,14 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     cute::cp_async_wait<0>();  // no copy outlives its thread
 }
 
-// True in every thread of a consumer warpgroup when v holds in all its 128 threads (a named
-// barrier's reduction, barrier id per warpgroup).
-__device__ inline bool warpgroupAll(bool v, int barrier) {
-    uint32_t all;
-    asm volatile(
-        "{\n\t.reg .pred p, q;\n\t"
-        "setp.ne.u32 p, %1, 0;\n\t"
-        "bar.red.and.pred q, %2, 128, p;\n\t"
-        "selp.u32 %0, 1, 0, q;\n\t}"
-        : "=r"(all)
-        : "r"(static_cast<uint32_t>(v)), "r"(barrier)
-        : "memory");
-    return all != 0;
-}
-
 // Consumer warpgroup: every tile of the visit order through the two GEMMs and the online
 // softmax, accumulating this warpgroup's 64 rows of O. kSkip: skip-softmax
-// (docs/SEMANTICS.md): a tile whose scores are negligible for every row of the warpgroup
-// skips its exponentials, its row sums and its P.V product; its V stage is waited for and
-// released unread.
+// (docs/SEMANTICS.md): a warp whose 16 rows all find a tile negligible drops it (no
+// exponentials, row sums or rescale; P = 0 for its rows); when all four warps of the
+// warpgroup drop it, the warpgroup skips the tile's P.V too, its V stage waited for and
+// released unread. The warps learn each other's drops without a barrier of their own: each
+// writes its drop of tile i to shared memory, and the four read them after the next step's
+// ping-pong turn barrier, which they pass together before issuing the P.V of tile i.
 template <class ET, class Tile, bool kSkip = false>
 struct ConsumerSm90 {
     // FP8: E4M3 operands in both GEMMs (P converted from the softmax, scaled by kPScale).
@@ -477,6 +465,7 @@ struct ConsumerSm90 {
     float skipLog2;       // kSkip: log2(lambda); 0 where the sequence skips nothing (lambda >= 1)
     uint32_t sVt;         // FP8: the V^T stages
     uint64_t* vtBar;      // FP8: their barriers (kStages full, then kStages empty)
+    uint32_t sDrops;      // kSkip: this warpgroup's drop bytes, [tile parity][warp]
 
     // Ping-pong: the two warpgroups take turns issuing their GEMMs, so that the tensor cores
     // run one warpgroup's GEMMs while the other does its softmax. Each issue section waits
@@ -513,9 +502,9 @@ struct ConsumerSm90 {
 
     // Masks tile n's scores and folds them into the running softmax: s becomes the tile's
     // unnormalised probabilities; rescale: the factor for O's rows, and moved whether it holds
-    // anything but 1 (the same in the warp). Returns true (the same in the whole warpgroup,
-    // kSkip only) where the tile is skipped instead: s, rescale and the softmax state are then
-    // left as they are.
+    // anything but 1 (the same in the warp). Returns true (the same in the warp, kSkip only)
+    // where the warp drops the tile instead: s, rescale and the softmax state are then left as
+    // they are.
     // rm: the mask rows of this thread's two query rows; live: which of them are real rows.
     template <bool kMasked>
     __device__ bool softmaxStep(float (&s)[kBlockN / 2], int n, typename Mask::Row const (&rm)[2],
@@ -545,7 +534,7 @@ struct ConsumerSm90 {
 #pragma unroll
                 for (int r = 0; r < 2; ++r)
                     mine = mine && (!live[r] || softmax.rowNegligible(r, tileMax[r], p.scaleLog2, skipLog2));
-                if (warpgroupAll(mine, Tile::kBarrierSkip0 + wg)) return true;
+                if (__all_sync(0xffffffffu, mine)) return true;
             }
         }
         if constexpr (Tile::kSlack8 > 0) {
@@ -590,20 +579,64 @@ struct ConsumerSm90 {
         }
     }
 
-    // One step: Q.K^T of tile i and P.V of tile i-1 on the tensor cores while the
-    // warpgroup waits for the first, then tile i's softmax while the second runs.
-    // kPV: tile i-1 has a P.V (it was not skipped: kSkip only). skipped: out, whether tile i
-    // is (kSkip). A step without P.V is a body of its own, so that each body's wgmma pipeline
-    // is straight-line (a branch around the P.V serialises ptxas's wgmma pipeline: C7514).
-    template <bool kMasked, bool kPV = true>
-    __device__ void step(int i, int nLast, typename Mask::Row const (&rm)[2], bool const (&live)[2],
+    // kSkip: this warp's drop of tile i, for the other warps of its warpgroup (byte
+    // (i & 1) * 4 + warp). Written before the warp's next turn barrier; read after it.
+    __device__ void publishDrop(int i, bool dropped) const {
+        if (!(skipLog2 < 0.0F)) return;  // uniform in the CTA: nothing is dropped
+        if (leadLane) {
+            uint32_t const addr = sDrops + (i & 1) * 4 + (threadIdx.x / 32) % 4;
+            asm volatile("st.shared.u8 [%0], %1;" ::"r"(addr), "r"(static_cast<uint32_t>(dropped)) : "memory");
+        }
+    }
+    // kSkip, after the turn barrier of the step that follows tile i: whether all four warps
+    // dropped tile i (the same in the warpgroup). The byte pair of parity i & 1 is written again
+    // only in step i + 2, after every warp has passed the turn barrier of step i + 2.
+    __device__ bool groupDropped(int i) const {
+        if (!(skipLog2 < 0.0F)) return false;
+        if constexpr (!Tile::kPingPong)  // no turn barrier to meet at: a barrier of its own
+            cutlass::arch::NamedBarrier::sync(128, Tile::kBarrierSkip0 + wg);
+        uint32_t drops;
+        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(drops) : "r"(sDrops + (i & 1) * 4) : "memory");
+        return drops == 0x01010101u;
+    }
+
+    // After tile i's softmax and the P.V that read pa: P of tile i into pa (zero for a warp
+    // that dropped the tile, which also leaves o alone) and the warp's drop published.
+    __device__ void finishTile(int i, float const (&s)[kBlockN / 2], float const (&rescale)[2], bool moved,
+                               bool dropped, uint32_t (&pa)[kPSteps][4], float (&o)[kHeadDim / 2]) const {
+        if (kSkip && dropped) {
+#pragma unroll
+            for (int kk = 0; kk < kPSteps; ++kk)
+#pragma unroll
+                for (int r = 0; r < 4; ++r) pa[kk][r] = 0;
+        } else {
+            if (moved) {  // warp-uniform (always, with the exact max); rare once a row's first tiles are seen
+#pragma unroll
+                for (int nt = 0; nt < kHeadDim / 8; ++nt) {
+                    o[nt * 4 + 0] *= rescale[0];
+                    o[nt * 4 + 1] *= rescale[0];
+                    o[nt * 4 + 2] *= rescale[1];
+                    o[nt * 4 + 3] *= rescale[1];
+                }
+            }
+            packP(s, pa);
+        }
+        if constexpr (kSkip) publishDrop(i, dropped);
+    }
+
+    // The body of one step after its turn barrier: Q.K^T of tile i and P.V of tile i-1 on the
+    // tensor cores while the warpgroup waits for the first, then tile i's softmax while the
+    // second runs. kPV: tile i-1 has a P.V (the warpgroup did not skip it: kSkip only). A step
+    // without P.V is a body of its own, so that each body's wgmma pipeline is straight-line (a
+    // branch around the P.V serialises ptxas's wgmma pipeline: C7514). dropped: out, whether
+    // this warp dropped tile i (kSkip).
+    template <bool kMasked, bool kPV>
+    __device__ void body(int i, int nLast, typename Mask::Row const (&rm)[2], bool const (&live)[2],
                          uint32_t (&pa)[kPSteps][4], float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax,
-                         bool& skipped) const {
+                         bool& dropped) const {
         float s[kBlockN / 2];
         float rescale[2];
         bool moved;
-        waitFull(kK, i);
-        turnBegin();
         issueQK<T, kHeadDim, kBlockN, Tile::kBlockM>(sQ, stage(sK, i), s);
         waitFull(kV, i - 1);
         if constexpr (kPV) issuePVStage(pa, i - 1, o);
@@ -611,25 +644,30 @@ struct ConsumerSm90 {
         cute::warpgroup_wait<kPV ? 1 : 0>();  // Q.K^T done; P.V still reads pa and writes o
         fenceOperands(s);
         release(kK, i);
-        [[maybe_unused]] bool const skip = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale, moved);
+        dropped = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale, moved);
         cute::warpgroup_wait<0>();
         fenceOperands(o);
         fenceOperands(pa);  // pa stays live (unreused) until the P.V that reads it is done
         release(kV, i - 1);
+        finishTile(i, s, rescale, moved, dropped, pa, o);
+    }
+
+    // One step of the visit order: tile i's Q.K^T and softmax, and the P.V of tile i-1 unless
+    // every warp dropped it (kSkip). Returns whether that P.V was skipped.
+    template <bool kMasked>
+    __device__ bool step(int i, int nLast, typename Mask::Row const (&rm)[2], bool const (&live)[2],
+                         uint32_t (&pa)[kPSteps][4], float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax,
+                         bool& dropped) const {
+        waitFull(kK, i);
+        turnBegin();
         if constexpr (kSkip) {
-            skipped = skip;
-            if (skip) return;  // o and pa stay; the next step issues no P.V for this tile
-        }
-        if (moved) {  // warp-uniform (always, with the exact max); rare once a row's first tiles are seen
-#pragma unroll
-            for (int nt = 0; nt < kHeadDim / 8; ++nt) {
-                o[nt * 4 + 0] *= rescale[0];
-                o[nt * 4 + 1] *= rescale[0];
-                o[nt * 4 + 2] *= rescale[1];
-                o[nt * 4 + 3] *= rescale[1];
+            if (groupDropped(i - 1)) {
+                body<kMasked, false>(i, nLast, rm, live, pa, o, softmax, dropped);
+                return true;
             }
         }
-        packP(s, pa);
+        body<kMasked, true>(i, nLast, rm, live, pa, o, softmax, dropped);
+        return false;
     }
 
     __device__ void run(float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax) const {
@@ -648,8 +686,8 @@ struct ConsumerSm90 {
             rm[r] = live[r] ? mask.row(packed.query(row0 + 8 * r)) : Mask::none();
         }
         uint32_t pa[kPSteps][4];
-        bool skipped = false;  // kSkip: the last tile visited was skipped
-        [[maybe_unused]] int nSkipped = 0;
+        bool dropped = false;  // this warp dropped the tile last visited (kSkip)
+        [[maybe_unused]] int nSkipped = 0, nDropped = 0;  // kSkip: P.V products skipped, tiles this warp dropped
         {
             float s[kBlockN / 2];
             float rescale[2];
@@ -663,26 +701,30 @@ struct ConsumerSm90 {
             cute::warpgroup_wait<0>();
             fenceOperands(s);
             release(kK, 0);
-            // O is still zero. Skipped only where the warpgroup holds no real row: a real
-            // row's first tile holds its maximum.
-            skipped = softmaxStep<true>(s, nLast, rm, live, softmax, rescale, moved);
-            if (!skipped) packP(s, pa);
-            if constexpr (kSkip) nSkipped += skipped;
+            // O is still zero. Dropped only where the warp holds no real row: a real row's
+            // first tile holds its maximum.
+            dropped = softmaxStep<true>(s, nLast, rm, live, softmax, rescale, moved);
+            if (dropped) {
+#pragma unroll
+                for (int kk = 0; kk < kPSteps; ++kk)
+#pragma unroll
+                    for (int r = 0; r < 4; ++r) pa[kk][r] = 0;
+            } else {
+                packP(s, pa);
+            }
+            if constexpr (kSkip) {
+                publishDrop(0, dropped);
+                nDropped += dropped;
+            }
         }
         // Masked tiles (the causal diagonal, the ragged end) come first in the visit order,
         // then the unmasked run without mask code, then the masked window edge.
         int i = 1;
-        // One step of the visit order, with a P.V for the previous tile unless it was skipped.
         auto visit = [&](auto masked) {
-            constexpr bool kMasked = decltype(masked)::value;
+            bool const skippedPV = step<decltype(masked)::value>(i, nLast, rm, live, pa, o, softmax, dropped);
             if constexpr (kSkip) {
-                if (skipped)
-                    step<kMasked, false>(i, nLast, rm, live, pa, o, softmax, skipped);
-                else
-                    step<kMasked>(i, nLast, rm, live, pa, o, softmax, skipped);
-                nSkipped += skipped;
-            } else {
-                step<kMasked>(i, nLast, rm, live, pa, o, softmax, skipped);
+                nSkipped += skippedPV;
+                nDropped += dropped;
             }
         };
 #pragma unroll 1
@@ -693,16 +735,23 @@ struct ConsumerSm90 {
         for (; i < nTiles; ++i) visit(std::true_type{});
         waitFull(kV, nTiles - 1);
         turnBegin();
-        if (!kSkip || !skipped) issuePVStage(pa, nTiles - 1, o);
+        bool const skipLast = kSkip && groupDropped(nTiles - 1);
+        if (!skipLast) issuePVStage(pa, nTiles - 1, o);
         turnEnd(true);
         cute::warpgroup_wait<0>();
         fenceOperands(o);
         release(kV, nTiles - 1);
         if constexpr (kSkip) {
-            // One thread a warpgroup adds its visited and skipped steps (tests and the benchmark).
-            if (p.skipStats != nullptr && threadIdx.x % 128 == 0) {
-                atomicAdd(&p.skipStats[0], static_cast<unsigned long long>(nTiles));
-                atomicAdd(&p.skipStats[1], static_cast<unsigned long long>(nSkipped));
+            // Counts for the tests and the benchmark: per warpgroup its steps and skipped P.V
+            // products, per warp its steps and dropped tiles.
+            if (p.skipStats != nullptr && leadLane) {
+                nSkipped += skipLast;
+                if (threadIdx.x % 128 == 0) {
+                    atomicAdd(&p.skipStats[0], static_cast<unsigned long long>(nTiles));
+                    atomicAdd(&p.skipStats[1], static_cast<unsigned long long>(nSkipped));
+                }
+                atomicAdd(&p.skipStats[2], static_cast<unsigned long long>(nTiles));
+                atomicAdd(&p.skipStats[3], static_cast<unsigned long long>(nDropped));
             }
         }
     }

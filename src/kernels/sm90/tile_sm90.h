@@ -41,7 +41,7 @@ struct TileSm90 {
     static constexpr bool kPingPong = FMHA_SM90_PINGPONG != 0;
     static constexpr int kBarrierConsumers = 1;
     static constexpr int kBarrierTurn0 = 2;
-    static constexpr int kBarrierSkip0 = 4;  // skip-softmax's vote of each consumer warpgroup (4, 5)
+    static constexpr int kBarrierSkip0 = 4;  // skip-softmax without ping-pong: each warpgroup's drop exchange (4, 5)
     // Shared memory in 128-byte swizzled rows: 128 bytes of columns per block (64 16-bit or
     // 128 FP8 elements), blocks of rows x 128 B.
     static constexpr int kRowBytes = kHeadDim * kElemBytes;
