@@ -39,6 +39,7 @@ void fill(KernelOps* ops, char const* family, bool compact) {
     ops->family = family;
     ops->packsGqa = false;
     ops->walks = false;
+    ops->triggersDependents = false;
 }
 
 bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int smemLimit, bool skipSoftmax,
@@ -56,6 +57,7 @@ bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int sme
         sm90::KernelSm90<ElementKind::E, D, KvAddressing::K, S>::smemBytes() <= smemLimit) {       \
         fill<sm90::KernelSm90<ElementKind::E, D, KvAddressing::K, S>>(ops, "sm90", false);        \
         ops->packsGqa = true;                                                                      \
+        ops->triggersDependents = true;                                                            \
         return true;                                                                               \
     }
 #include "instances_sm90.inc"

@@ -18,6 +18,9 @@ struct KernelOps {
     char const* family = "";
     bool packsGqa = false;  // the family can pack GQA (FmhaParams::packLog2; heuristics.h)
     bool walks = false;     // the instance has a walking variant (FmhaParams::walkUnits)
+    // The kernel signals programmatic dependent launch early (griddepcontrol.launch_dependents),
+    // so that a split-KV combine launched after it is resident before it ends.
+    bool triggersDependents = false;
 };
 
 // Shared memory a block of an SM version can opt into (cudaDevAttrMaxSharedMemoryPerBlockOptin

@@ -315,7 +315,7 @@ bool launch(detail::KernelOps const& ops, FmhaParams const& p, cudaStream_t stre
     // The launch returns its own error only: an earlier, unrelated pending error stays pending
     // for its owner and is not blamed on this call.
     cudaError_t err = ops.launch(p, stream);
-    if (err == cudaSuccess && p.numSplits > 1) err = launchCombine(p, stream);
+    if (err == cudaSuccess && p.numSplits > 1) err = launchCombine(p, stream, ops.triggersDependents);
     if (err != cudaSuccess) {
         cudaGetLastError();  // clears this launch's error (it replaced any earlier one)
         return fail(cat(mode, ": ", detail::isStickyError(err) ? detail::stickyMessage(err)

@@ -19,6 +19,11 @@ constexpr int kCombineWarps = 4;
 // computed rows are left alone (the forward kernel wrote them). Up to 64 parts.
 template <ElementKind kElem>
 __global__ void __launch_bounds__(kCombineWarps * 32) combineSplits(FmhaParams const p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    // A programmatic dependent launch starts before the forward kernel ends: wait for it (and
+    // its memory); without that launch attribute this returns at once.
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     using ET = ElemTraits<typename ElemOf<kElem>::type>;
     using Out = typename ET::Out;
     int const lane = threadIdx.x % 32;
@@ -83,7 +88,7 @@ __global__ void __launch_bounds__(kCombineWarps * 32) combineSplits(FmhaParams c
 
 }  // namespace
 
-cudaError_t launchCombine(FmhaParams const& p, cudaStream_t stream) {
+cudaError_t launchCombine(FmhaParams const& p, cudaStream_t stream, bool dependent) {
     int64_t const entries = static_cast<int64_t>(p.batch) * p.maxSeqLenQ * p.numQHeads;
     dim3 const grid(static_cast<unsigned>((entries + kCombineWarps - 1) / kCombineWarps));
     // Instantiated by the output type: BF16 for BF16 input and for FP8 input with outBf16;
@@ -92,7 +97,17 @@ cudaError_t launchCombine(FmhaParams const& p, cudaStream_t stream) {
                              ? reinterpret_cast<void const*>(&combineSplits<ElementKind::kBf16>)
                              : reinterpret_cast<void const*>(&combineSplits<ElementKind::kFp16>);
     void* args[] = {const_cast<FmhaParams*>(&p)};
-    return cudaLaunchKernel(kernel, grid, dim3(kCombineWarps * 32), args, 0, stream);
+    if (!dependent) return cudaLaunchKernel(kernel, grid, dim3(kCombineWarps * 32), args, 0, stream);
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = dim3(kCombineWarps * 32);
+    config.stream = stream;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    return cudaLaunchKernelExC(&config, kernel, args);
 }
 
 }  // namespace fmha

@@ -50,6 +50,9 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim>::kNThreads, 1) fwdKern
     __shared__ int sBidir[2];
     __shared__ uint32_t sDrops[2][2];  // kSkip: each consumer warpgroup's drop bytes, [tile parity][warp]
 
+    // A split-KV combine launched after this kernel as its programmatic dependent may be
+    // scheduled from now on (it waits for this grid's completion before reading).
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     int const tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     // Highest query tiles (most keys) first; grid.x holds the row tiles of each split-KV part in turn.
     constexpr bool kSplits = kSplitsKv<kKv>;
