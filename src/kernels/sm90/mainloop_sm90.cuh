@@ -168,18 +168,20 @@ __device__ inline void issuePV(uint32_t (&p)[kBlockN / 16][4], uint32_t sV, floa
 
 // FP8: O[64 x kHeadDim] += P[64 x kBlockN] . V as one wgmma group (no wait), P in registers
 // (E4M3 A fragments, keys in the order of permutedKey) and V^T a K-major swizzled tile of
-// kHeadDim rows of kBlockN keys (128: 128-byte swizzle; 64 and 192: blocks of 64 keys under
-// the 64-byte swizzle, kHeadDim rows of 64 bytes each), in the same key order.
+// kHeadDim rows of kBlockN keys (128 and 256: blocks of 128 keys under the 128-byte swizzle;
+// 64 and 192: blocks of 64 keys under the 64-byte swizzle), in the same key order.
 template <int kHeadDim, int kBlockN>
 __device__ inline void issuePVFp8(uint32_t (&p)[kBlockN / 32][4], uint32_t sVt, float (&o)[kHeadDim / 2]) {
     using Op = typename GmmaOps<__nv_fp8_e4m3, kHeadDim>::RS;
-    uint64_t const descVt = kBlockN == 128 ? sw128Desc(sVt, 0) : sw64Desc(sVt);
+    constexpr bool kSw128 = kBlockN % 128 == 0;  // blocks of 128 keys (128-byte rows), else of 64
+    uint64_t const descVt = kSw128 ? sw128Desc(sVt, 0) : sw64Desc(sVt);
     fenceOperands(p);
     fenceOperands(o);
     cute::warpgroup_arrive();
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 32; ++kk) {  // 32 keys = 32 bytes further in each V^T row
-        uint32_t const off = kBlockN == 128 ? kk * 32 : (kk / 2) * (kHeadDim * 64) + (kk % 2) * 32;
+        uint32_t const off = kSw128 ? (kk / 4) * (kHeadDim * 128) + (kk % 4) * 32
+                                    : (kk / 2) * (kHeadDim * 64) + (kk % 2) * 32;
         rs<Op>(p[kk], descPlus(descVt, off), o, std::make_index_sequence<kHeadDim / 2>{});
     }
     cute::warpgroup_commit_batch();
@@ -250,14 +252,19 @@ __device__ inline void transposeVTile(unsigned char const* raw, unsigned char* v
     }
 }
 
-// V^T of one stage (transposeVTile); a 192-key tile as three 64-key blocks: raw rows 64b..
-// (128-byte rows, each row's swizzle phase its own) and V^T block b (kHeadDim rows of 64 bytes).
+// V^T of one stage (transposeVTile); a 192-key tile (D=128) as three 64-key blocks, a 256-key
+// one (D=64) as two 128-key blocks: raw rows of block b (each row's swizzle phase its own) and
+// V^T block b (kHeadDim rows of 64 or 128 bytes).
 template <int kHeadDim, int kBlockN>
 __device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, int tid) {
     if constexpr (kBlockN == 192) {
         static_assert(kHeadDim == 128, "192-key tiles at D=128");
 #pragma unroll
         for (int b = 0; b < 3; ++b) transposeVTile<kHeadDim, 64>(raw + b * 64 * 128, vt + b * kHeadDim * 64, tid);
+    } else if constexpr (kBlockN == 256) {
+        static_assert(kHeadDim == 64, "256-key tiles at D=64");
+#pragma unroll
+        for (int b = 0; b < 2; ++b) transposeVTile<kHeadDim, 128>(raw + b * 128 * 64, vt + b * kHeadDim * 128, tid);
     } else {
         transposeVTile<kHeadDim, kBlockN>(raw, vt, tid);
     }

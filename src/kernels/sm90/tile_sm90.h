@@ -20,12 +20,19 @@ struct TileSm90 {
     // Keys per tile. A consumer thread holds O (kHeadDim/2 FP32), the next S (kBlockN/2) and
     // this P (kBlockN/4 packed) at once: 160 registers at D=128 with 128 keys; at D=256, O
     // alone takes 128, so 64-key tiles keep the thread inside its 232.
-    // FP8 at D=128 may take 192-key tiles (FMHA_SM90_FP8_KEYS_D128, for measurement): S 96 +
-    // O 64 + P 24 registers, two stages of K, V and V^T.
+    // FP8 may take wider key tiles, for measurement: 192 at D=128 (FMHA_SM90_FP8_KEYS_D128: S 96
+    // + O 64 + P 24 registers, two stages of K, V and V^T) and 256 at D=64
+    // (FMHA_SM90_FP8_KEYS_D64: S 128 + O 32 + P 32, four stages).
 #ifndef FMHA_SM90_FP8_KEYS_D128
 #define FMHA_SM90_FP8_KEYS_D128 128
 #endif
-    static constexpr int kBlockN = kHeadDim == 128 && kFp8 ? FMHA_SM90_FP8_KEYS_D128 : kHeadDim <= 128 ? 128 : 64;
+#ifndef FMHA_SM90_FP8_KEYS_D64
+#define FMHA_SM90_FP8_KEYS_D64 128
+#endif
+    static constexpr int kBlockN = kHeadDim == 128 && kFp8 ? FMHA_SM90_FP8_KEYS_D128
+                                   : kHeadDim == 64 && kFp8 ? FMHA_SM90_FP8_KEYS_D64
+                                   : kHeadDim <= 128        ? 128
+                                                            : 64;
     static_assert(kBlockN % 64 == 0 && kBlockN <= 256, "whole 64-key V^T blocks, a wgmma N");
     // Paged TMA boxes: at most a page, and a power of two dividing the tile (64 at 192 keys).
     static constexpr int kBoxRowsMax = kBlockN & -kBlockN;
