@@ -76,6 +76,7 @@ FMHA_GMMA_OPS(__nv_bfloat16, BF16, 256)
     };
 FMHA_GMMA_OPS_FP8(64)
 FMHA_GMMA_OPS_FP8(128)
+FMHA_GMMA_OPS_FP8(192)
 FMHA_GMMA_OPS_FP8(256)
 #undef FMHA_GMMA_OPS_FP8
 
@@ -167,17 +168,22 @@ __device__ inline void issuePV(uint32_t (&p)[kBlockN / 16][4], uint32_t sV, floa
 
 // FP8: O[64 x kHeadDim] += P[64 x kBlockN] . V as one wgmma group (no wait), P in registers
 // (E4M3 A fragments, keys in the order of permutedKey) and V^T a K-major swizzled tile of
-// kHeadDim rows of kBlockN keys (128: 128-byte swizzle; 64: 64-byte), in the same key order.
+// kHeadDim rows of kBlockN keys (128 and 256: blocks of 128 keys under the 128-byte swizzle;
+// 64 and 192: blocks of 64 keys under the 64-byte swizzle), in the same key order.
 template <int kHeadDim, int kBlockN>
 __device__ inline void issuePVFp8(uint32_t (&p)[kBlockN / 32][4], uint32_t sVt, float (&o)[kHeadDim / 2]) {
     using Op = typename GmmaOps<__nv_fp8_e4m3, kHeadDim>::RS;
-    uint64_t const descVt = kBlockN == 128 ? sw128Desc(sVt, 0) : sw64Desc(sVt);
+    constexpr bool kSw128 = kBlockN % 128 == 0;  // blocks of 128 keys (128-byte rows), else of 64
+    uint64_t const descVt = kSw128 ? sw128Desc(sVt, 0) : sw64Desc(sVt);
     fenceOperands(p);
     fenceOperands(o);
     cute::warpgroup_arrive();
 #pragma unroll
-    for (int kk = 0; kk < kBlockN / 32; ++kk)  // 32 keys = 32 bytes further in each V^T row
-        rs<Op>(p[kk], descPlus(descVt, kk * 32), o, std::make_index_sequence<kHeadDim / 2>{});
+    for (int kk = 0; kk < kBlockN / 32; ++kk) {  // 32 keys = 32 bytes further in each V^T row
+        uint32_t const off = kSw128 ? (kk / 4) * (kHeadDim * 128) + (kk % 4) * 32
+                                    : (kk / 2) * (kHeadDim * 64) + (kk % 2) * 32;
+        rs<Op>(p[kk], descPlus(descVt, off), o, std::make_index_sequence<kHeadDim / 2>{});
+    }
     cute::warpgroup_commit_batch();
 }
 
@@ -205,7 +211,7 @@ __host__ __device__ constexpr int permutedKey(int k) {
 // loop body is the two matrix instructions, the permutes and one LOP3 (the same bytes as
 // swizzledOffset / swizzled64Offset of each unit's key and column).
 template <int kHeadDim, int kBlockN>
-__device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, int tid) {
+__device__ inline void transposeVTile(unsigned char const* raw, unsigned char* vt, int tid) {
     static_assert(kBlockN == 128 || kBlockN == 64, "V^T rows of one 128- or 64-byte swizzle span");
     constexpr int kSteps = kBlockN / 32, kUnits = kSteps * (kHeadDim / 16);
     static_assert(kUnits % 4 == 0 && 4 % kSteps == 0, "whole units per warp, one k-step a warp");
@@ -243,6 +249,24 @@ __device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, i
                      "r"(__byte_perm(a[0], a[1], selEven)), "r"(__byte_perm(a[0], a[1], selOdd)),
                      "r"(__byte_perm(a[2], a[3], selEven)), "r"(__byte_perm(a[2], a[3], selOdd))
                      : "memory");
+    }
+}
+
+// V^T of one stage (transposeVTile); a 192-key tile (D=128) as three 64-key blocks, a 256-key
+// one (D=64) as two 128-key blocks: raw rows of block b (each row's swizzle phase its own) and
+// V^T block b (kHeadDim rows of 64 or 128 bytes).
+template <int kHeadDim, int kBlockN>
+__device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, int tid) {
+    if constexpr (kBlockN == 192) {
+        static_assert(kHeadDim == 128, "192-key tiles at D=128");
+#pragma unroll
+        for (int b = 0; b < 3; ++b) transposeVTile<kHeadDim, 64>(raw + b * 64 * 128, vt + b * kHeadDim * 64, tid);
+    } else if constexpr (kBlockN == 256) {
+        static_assert(kHeadDim == 64, "256-key tiles at D=64");
+#pragma unroll
+        for (int b = 0; b < 2; ++b) transposeVTile<kHeadDim, 128>(raw + b * 128 * 64, vt + b * kHeadDim * 128, tid);
+    } else {
+        transposeVTile<kHeadDim, kBlockN>(raw, vt, tid);
     }
 }
 
@@ -340,7 +364,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     // Paged: a tile spans kPagesPerTile pages (1 when a page holds a whole tile), one TMA
     // box of kBoxRows rows each.
     int const pageLog2 = p.pageSizeLog2;
-    int const boxRows = kKv == KvAddressing::kPaged ? min(1 << pageLog2, kBlockN) : kBlockN;
+    int const boxRows = kKv == KvAddressing::kPaged ? min(1 << pageLog2, Tile::kBoxRowsMax) : kBlockN;
     auto load = [&](int which, int i) {
         int const n = mask.nBlockMax - 1 - i, stage = i % kStages;
         auto waitEmpty = [&] {  // FP8 raw V: the producer's own transposes free the stage
@@ -367,7 +391,8 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                 // pages' many boxes leave in parallel; the lead's expect-tx arrive comes first.
                 if (lead) TxBarrier::arrive_and_expect_tx(full, Tile::kBytesKV);
                 __syncwarp();
-                int const inPage = j0 & ((1 << pageLog2) - 1);  // non-zero only when a page holds several tiles
+                // Box c's first key within its page (non-zero only when a page holds several boxes).
+                int const inPage = (j0 + ptid * boxRows) & ((1 << pageLog2) - 1);
                 if (ptid < boxes) {
 #pragma unroll
                     for (int cb = 0; cb < kColBlocks; ++cb)

@@ -20,12 +20,27 @@ struct TileSm90 {
     // Keys per tile. A consumer thread holds O (kHeadDim/2 FP32), the next S (kBlockN/2) and
     // this P (kBlockN/4 packed) at once: 160 registers at D=128 with 128 keys; at D=256, O
     // alone takes 128, so 64-key tiles keep the thread inside its 232.
-    static constexpr int kBlockN = kHeadDim <= 128 ? 128 : 64;
+    // FP8 may take wider key tiles, for measurement: 192 at D=128 (FMHA_SM90_FP8_KEYS_D128: S 96
+    // + O 64 + P 24 registers, two stages of K, V and V^T) and 256 at D=64
+    // (FMHA_SM90_FP8_KEYS_D64: S 128 + O 32 + P 32, four stages).
+#ifndef FMHA_SM90_FP8_KEYS_D128
+#define FMHA_SM90_FP8_KEYS_D128 128
+#endif
+#ifndef FMHA_SM90_FP8_KEYS_D64
+#define FMHA_SM90_FP8_KEYS_D64 128
+#endif
+    static constexpr int kBlockN = kHeadDim == 128 && kFp8 ? FMHA_SM90_FP8_KEYS_D128
+                                   : kHeadDim == 64 && kFp8 ? FMHA_SM90_FP8_KEYS_D64
+                                   : kHeadDim <= 128        ? 128
+                                                            : 64;
+    static_assert(kBlockN % 64 == 0 && kBlockN <= 256, "whole 64-key V^T blocks, a wgmma N");
+    // Paged TMA boxes: at most a page, and a power of two dividing the tile (64 at 192 keys).
+    static constexpr int kBoxRowsMax = kBlockN & -kBlockN;
     // K/V stages, each a K and a V tile with their own barriers: Q + stages fill 112 KB
     // (D=64, 3 stages), 160 KB (D=128, 2) and 192 KB (D=256, 2) of the 227 KB. FP8 tiles take
     // half the bytes, so its stages (K, V and V^T) go deeper: the producer's transpose of a V
     // tile then starts a tile earlier, off the consumers' path (105, 161 and 177 KB).
-    static constexpr int kStages = kElemBytes == 1 ? (kHeadDim == 64 ? 4 : 3) : (kHeadDim == 64 ? 3 : 2);
+    static constexpr int kStages = kElemBytes == 1 ? (kHeadDim == 64 ? 4 : kBlockN > 128 ? 2 : 3) : (kHeadDim == 64 ? 3 : 2);
     // setmaxnreg: the producer gives registers to the consumers within the SM's 65536
     // (128 * 40 + 256 * 232 = 128 * 24 + 256 * 240 = 64512). D=256 holds 128 O registers
     // a thread and takes the larger share.

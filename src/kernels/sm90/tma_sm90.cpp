@@ -66,7 +66,8 @@ void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes,
     }
     if (p.kvAddressing == KvAddressing::kPaged) {
         int64_t const tokens = static_cast<int64_t>(p.numPages) << p.pageSizeLog2;
-        int const boxRows = (1 << p.pageSizeLog2) < blockN ? (1 << p.pageSizeLog2) : blockN;
+        int const boxMax = blockN & -blockN;  // a power of two dividing the tile (kBoxRowsMax)
+        int const boxRows = (1 << p.pageSizeLog2) < boxMax ? (1 << p.pageSizeLog2) : boxMax;
         if (tokens > 0 && tokens <= INT32_MAX) {
             cuuint64_t const dims[3] = {D, static_cast<cuuint64_t>(p.numKVHeads), static_cast<cuuint64_t>(tokens)};
             cuuint64_t const strides[2] = {D * e, static_cast<cuuint64_t>(p.numKVHeads) * D * e};
