@@ -20,14 +20,15 @@ struct TileSm90 {
     // Keys per tile. A consumer thread holds O (kHeadDim/2 FP32), the next S (kBlockN/2) and
     // this P (kBlockN/4 packed) at once: 160 registers at D=128 with 128 keys; at D=256, O
     // alone takes 128, so 64-key tiles keep the thread inside its 232.
-    // FP8 may take wider key tiles, for measurement: 192 at D=128 (FMHA_SM90_FP8_KEYS_D128: S 96
-    // + O 64 + P 24 registers, two stages of K, V and V^T) and 256 at D=64
-    // (FMHA_SM90_FP8_KEYS_D64: S 128 + O 32 + P 32, four stages).
+    // FP8 takes wider key tiles: 192 at D=128 (S 96 + O 64 + P 24 registers, two stages of K,
+    // V and V^T) and 256 at D=64 (S 128 + O 32 + P 32, four stages); measured on the H200
+    // against 128 keys: +4% at D=64, 0 to +2% at D=128 (bench/results/2026-12-01_branches_ab.txt).
+    // FMHA_SM90_FP8_KEYS_D128 / _D64 set them for measurement.
 #ifndef FMHA_SM90_FP8_KEYS_D128
-#define FMHA_SM90_FP8_KEYS_D128 128
+#define FMHA_SM90_FP8_KEYS_D128 192
 #endif
 #ifndef FMHA_SM90_FP8_KEYS_D64
-#define FMHA_SM90_FP8_KEYS_D64 128
+#define FMHA_SM90_FP8_KEYS_D64 256
 #endif
     static constexpr int kBlockN = kHeadDim == 128 && kFp8 ? FMHA_SM90_FP8_KEYS_D128
                                    : kHeadDim == 64 && kFp8 ? FMHA_SM90_FP8_KEYS_D64
