@@ -9,6 +9,8 @@
 #include <numeric>
 #include <random>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
@@ -27,6 +29,41 @@ void store(std::vector<uint8_t>& buf, int64_t idx, float x, DataType t) {
     }
     uint16_t const bits = t == DataType::kBF16 ? num::floatToBf16(x) : num::floatToHalf(x);
     std::memcpy(&buf[static_cast<size_t>(idx) * 2], &bits, 2);
+}
+
+// Counter-based random values: value i of a stream is a hash of (stream key, i), so that any
+// part of a buffer is filled on its own and the result does not depend on the order or the
+// thread count (SplitMix64's finaliser as the hash).
+uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+// Uniform in [-range, range) (24 random bits), value i of the stream with this key.
+float uniformAt(uint64_t key, int64_t i, float range) {
+    uint64_t const r = mix64(key + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ULL);
+    return range * (static_cast<float>(r >> 40) * 0x1p-23F - 1.0F);
+}
+// A stream key from the problem's seed and a stream name.
+uint64_t streamKey(uint64_t seed, uint64_t stream) { return mix64(seed ^ mix64(stream + 0x5EED)); }
+
+// f(i) for i in [0, n), in contiguous ranges on the host's threads (inputs of up to a few GB
+// take seconds on one thread).
+template <class F>
+void parallelFor(int64_t n, F const& f) {
+    int64_t const threads = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 64);
+    int64_t const parts = std::min<int64_t>(threads, std::max<int64_t>(1, n / 4096));
+    if (parts <= 1) {
+        for (int64_t i = 0; i < n; ++i) f(i);
+        return;
+    }
+    std::vector<std::thread> pool;
+    pool.reserve(static_cast<size_t>(parts));
+    for (int64_t t = 0; t < parts; ++t)
+        pool.emplace_back([&f, n, parts, t] {
+            for (int64_t i = n * t / parts, end = n * (t + 1) / parts; i < end; ++i) f(i);
+        });
+    for (std::thread& th : pool) th.join();
 }
 
 void fillNaN(std::vector<uint8_t>& buf, DataType t) {
@@ -114,7 +151,8 @@ void structureScores(HostProblem& p, std::mt19937_64& rng) {
         int32_t const page = p.pageTable[static_cast<size_t>(b) * 2 * p.maxPagesPerSeq + j / T];
         return ((int64_t{page} * T + j % T) * Hkv + h) * D;
     };
-    std::uniform_real_distribution<float> noise(-1.0F, 1.0F);
+    // Noise from counter-based streams of its own (uniformAt), by element index.
+    uint64_t const kNoise = streamKey(s.seed, 4), qNoise = streamKey(s.seed, 5);
     float const norm = 1.0F / std::sqrt(1.0F + kPrev * kPrev);
     for (int32_t b = 0; b < B; ++b) {
         int32_t const lk = s.lk[b];
@@ -124,31 +162,30 @@ void structureScores(HostProblem& p, std::mt19937_64& rng) {
             int32_t const j0 = static_cast<int32_t>(rng() % static_cast<uint64_t>(lk / kBlock)) * kBlock;
             for (int32_t j = j0; j < std::min(lk, j0 + kBlock); ++j) heavy[static_cast<size_t>(j)] = true;
         }
-        for (int32_t h = 0; h < Hkv; ++h)
-            for (int32_t j = 0; j < lk; ++j) {
-                int32_t const seg = (j / kSegment) % kEmbed;
-                int64_t const base = kRow(b, h, j);
-                for (int32_t d = 0; d < D; ++d) {
-                    float x = d == seg ? kAmp : 0.0F;
-                    if (d == kEmbed) x = heavy[static_cast<size_t>(j)] ? kHeavy : 0.0F;
-                    if (d > kEmbed) x = noise(rng);
-                    store(p.k, base + d, x, t);
-                }
+        parallelFor(int64_t{Hkv} * lk, [&](int64_t u) {
+            int32_t const h = static_cast<int32_t>(u / lk), j = static_cast<int32_t>(u % lk);
+            int32_t const seg = (j / kSegment) % kEmbed;
+            int64_t const base = kRow(b, h, j);
+            for (int32_t d = 0; d < D; ++d) {
+                float x = d == seg ? kAmp : 0.0F;
+                if (d == kEmbed) x = heavy[static_cast<size_t>(j)] ? kHeavy : 0.0F;
+                if (d > kEmbed) x = uniformAt(kNoise, base + d, 1.0F);
+                store(p.k, base + d, x, t);
             }
-        for (int32_t i = 0; i < sq; ++i) {
+        });
+        parallelFor(int64_t{sq} * Hq, [&](int64_t u) {
+            int32_t const i = static_cast<int32_t>(u / Hq), h = static_cast<int32_t>(u % Hq);
             int32_t const pos = i + lk - sq, seg = pos / kSegment;
-            for (int32_t h = 0; h < Hq; ++h) {
-                int64_t const base = ((int64_t{b} * sq + i) * Hq + h) * D;
-                for (int32_t d = 0; d < D; ++d) {
-                    float x = 0.0F;
-                    if (d == seg % kEmbed) x = kAmp * norm;
-                    if (seg > 0 && d == (seg - 1) % kEmbed) x = kAmp * kPrev * norm;
-                    if (d == kEmbed) x = kHeavy;
-                    if (d > kEmbed) x = noise(rng);
-                    store(p.q, base + d, x, t);
-                }
+            int64_t const base = ((int64_t{b} * sq + i) * Hq + h) * D;
+            for (int32_t d = 0; d < D; ++d) {
+                float x = 0.0F;
+                if (d == seg % kEmbed) x = kAmp * norm;
+                if (seg > 0 && d == (seg - 1) % kEmbed) x = kAmp * kPrev * norm;
+                if (d == kEmbed) x = kHeavy;
+                if (d > kEmbed) x = uniformAt(qNoise, base + d, 1.0F);
+                store(p.q, base + d, x, t);
             }
-        }
+        });
     }
 }
 
@@ -162,7 +199,10 @@ HostProblem makeProblem(ProblemSpec const& specIn) {
         spec.lq.assign(spec.lk.size(), spec.lq[0]);
     if (spec.mode == Mode::kVit) spec.lk = spec.lq;
     std::mt19937_64 rng(spec.seed);
-    std::uniform_real_distribution<float> uni(-spec.valueRange, spec.valueRange);
+    float const range = spec.valueRange;
+    // Q, K and V values: counter-based streams (uniformAt), each element's value a function of
+    // the seed and its index in its buffer, filled in parallel.
+    uint64_t const qKey = streamKey(spec.seed, 1), kKey = streamKey(spec.seed, 2), vKey = streamKey(spec.seed, 3);
     DataType const t = spec.dtype;
     int32_t const B = static_cast<int32_t>(spec.lk.size());
     int32_t const Hq = spec.numQHeads, Hkv = spec.numKVHeads, D = spec.headDim;
@@ -172,7 +212,6 @@ HostProblem makeProblem(ProblemSpec const& specIn) {
         p.kScale = spec.valueRange / 200.0F;
         p.vScale = spec.valueRange / 224.0F;
     }
-    auto rand = [&](float scale) { return uni(rng) / scale; };
     int32_t const maxLk = B ? *std::max_element(spec.lk.begin(), spec.lk.end()) : 0;
     int32_t const maxLq = B ? *std::max_element(spec.lq.begin(), spec.lq.end()) : 0;
     p.shape.numQHeads = Hq;
@@ -188,7 +227,7 @@ HostProblem makeProblem(ProblemSpec const& specIn) {
     int64_t const qRows = (spec.mode == Mode::kLlm || spec.mode == Mode::kPaged) ? int64_t{B} * sq : p.totalQ;
     int64_t const qElems = qRows * Hq * D;
     p.q.resize(static_cast<size_t>(qElems * elemBytes(t)));
-    for (int64_t i = 0; i < qElems; ++i) store(p.q, i, rand(p.qScale), t);
+    parallelFor(qElems, [&](int64_t i) { store(p.q, i, uniformAt(qKey, i, range) / p.qScale, t); });
     p.oElems = qElems;
     p.lseElems = qRows * Hq;
 
@@ -197,21 +236,22 @@ HostProblem makeProblem(ProblemSpec const& specIn) {
         p.shape.kvCacheCapacity = cap;
         p.k.resize(static_cast<size_t>(int64_t{B} * 2 * Hkv * cap * D * elemBytes(t)));
         fillNaN(p.k, t);
-        for (int32_t b = 0; b < B; ++b)
-            for (int32_t w = 0; w < 2; ++w)
-                for (int32_t h = 0; h < Hkv; ++h)
-                    for (int32_t j = 0; j < spec.lk[b]; ++j)
-                        for (int32_t d = 0; d < D; ++d)
-                            store(p.k, (((int64_t{b} * 2 + w) * Hkv + h) * cap + j) * D + d,
-                                  rand(w ? p.vScale : p.kScale), t);
+        // Row r = ((b * 2 + w) * Hkv + h) * cap + j of the cache (w: 0 K, 1 V); rows past lk stay NaN.
+        parallelFor(int64_t{B} * 2 * Hkv * cap, [&](int64_t r) {
+            int64_t const bwh = r / cap;
+            int32_t const j = static_cast<int32_t>(r % cap), w = static_cast<int32_t>(bwh / Hkv % 2);
+            if (j >= spec.lk[static_cast<size_t>(bwh / (2 * Hkv))]) return;
+            for (int32_t d = 0; d < D; ++d)
+                store(p.k, r * D + d, uniformAt(w ? vKey : kKey, r * D + d, range) / (w ? p.vScale : p.kScale), t);
+        });
     } else if (spec.mode == Mode::kVit) {
         p.shape.kvCacheCapacity = 0;
         p.k.resize(static_cast<size_t>(p.totalQ) * Hq * D * elemBytes(t));
         p.v.resize(p.k.size());
-        for (int64_t i = 0; i < int64_t{p.totalQ} * Hq * D; ++i) {
-            store(p.k, i, rand(p.kScale), t);
-            store(p.v, i, rand(p.vScale), t);
-        }
+        parallelFor(int64_t{p.totalQ} * Hq * D, [&](int64_t i) {
+            store(p.k, i, uniformAt(kKey, i, range) / p.kScale, t);
+            store(p.v, i, uniformAt(vKey, i, range) / p.vScale, t);
+        });
         p.cuKV = p.cuQ;
     } else {  // paged pool, pages in random order, spare pages and slots hold NaN
         int32_t const T = spec.pageSize;
@@ -226,18 +266,27 @@ HostProblem makeProblem(ProblemSpec const& specIn) {
         p.pageTable.assign(static_cast<size_t>(B) * 2 * p.maxPagesPerSeq, -1);
         p.k.resize(static_cast<size_t>(int64_t{p.numPages} * T * Hkv * D * elemBytes(t)));
         fillNaN(p.k, t);
+        struct PageFill {
+            int32_t page, w, keys;  // the pool page, K (0) or V (1), the keys it holds
+        };
+        std::vector<PageFill> fills;
         size_t next = 0;
         for (int32_t b = 0; b < B; ++b)
             for (int32_t w = 0; w < 2; ++w)
                 for (int32_t pg = 0; pg < (spec.lk[b] + T - 1) / T; ++pg) {
                     int32_t const page = ids[next++];
                     p.pageTable[(static_cast<size_t>(b) * 2 + w) * p.maxPagesPerSeq + pg] = page;
-                    for (int32_t s = 0; s < T && pg * T + s < spec.lk[b]; ++s)
-                        for (int32_t h = 0; h < Hkv; ++h)
-                            for (int32_t d = 0; d < D; ++d)
-                                store(p.k, ((int64_t{page} * T + s) * Hkv + h) * D + d, rand(w ? p.vScale : p.kScale),
-                                      t);
+                    fills.push_back({page, w, std::min(T, spec.lk[b] - pg * T)});
                 }
+        // Slot s of a page holds Hkv * D values; slots past the sequence's last key stay NaN.
+        parallelFor(static_cast<int64_t>(fills.size()) * T, [&](int64_t u) {
+            PageFill const& f = fills[static_cast<size_t>(u / T)];
+            int32_t const s = static_cast<int32_t>(u % T);
+            if (s >= f.keys) return;
+            int64_t const base = (int64_t{f.page} * T + s) * Hkv * D;
+            for (int64_t e = base; e < base + int64_t{Hkv} * D; ++e)
+                store(p.k, e, uniformAt(f.w ? vKey : kKey, e, range) / (f.w ? p.vScale : p.kScale), t);
+        });
         if (spec.bidirectional && spec.mode == Mode::kPaged) {
             p.bidirBegin.assign(static_cast<size_t>(B) * sq, -1);
             p.bidirEnd.assign(static_cast<size_t>(B) * sq, -1);
