@@ -20,15 +20,17 @@ struct TileSm90 {
     // Keys per tile. A consumer thread holds O (kHeadDim/2 FP32), the next S (kBlockN/2) and
     // this P (kBlockN/4 packed) at once: 160 registers at D=128 with 128 keys; at D=256, O
     // alone takes 128, so 64-key tiles keep the thread inside its 232.
-    // FP8 takes wider key tiles: 192 at D=128 (S 96 + O 64 + P 24 registers, two stages of K,
-    // V and V^T) and 256 at D=64 (S 128 + O 32 + P 32, four stages); measured on the H200
-    // against 128 keys: +4% at D=64, 0 to +2% at D=128 (bench/results/2026-12-01_branches_ab.txt).
-    // FMHA_SM90_FP8_KEYS_D128 / _D64 set them for measurement.
+    // FP8 may take wider key tiles (FMHA_SM90_FP8_KEYS_D128 = 192: S 96 + O 64 + P 24 registers,
+    // two stages; FMHA_SM90_FP8_KEYS_D64 = 256: S 128 + O 32 + P 32, four stages), for
+    // measurement. Neither is the default: 192 keys at D=128 gained 0.5-2% at 8k but lost 9-18%
+    // at S = 512 and 1024 (512 / 192 tiles round up) and 1-3% at 4k; 256 keys at D=64 gained
+    // 4-5% on non-causal 4k but add a fifth of the key work of a causal S = 512 tile set
+    // (bench/results/2026-12-01_branches_ab.txt, 2026-12-01_fp8-d128-keys_ab.txt).
 #ifndef FMHA_SM90_FP8_KEYS_D128
-#define FMHA_SM90_FP8_KEYS_D128 192
+#define FMHA_SM90_FP8_KEYS_D128 128
 #endif
 #ifndef FMHA_SM90_FP8_KEYS_D64
-#define FMHA_SM90_FP8_KEYS_D64 256
+#define FMHA_SM90_FP8_KEYS_D64 128
 #endif
     static constexpr int kBlockN = kHeadDim == 128 && kFp8 ? FMHA_SM90_FP8_KEYS_D128
                                    : kHeadDim == 64 && kFp8 ? FMHA_SM90_FP8_KEYS_D64
