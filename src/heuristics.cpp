@@ -38,6 +38,7 @@ int tileShapeSetting() {
         if (env != nullptr && std::strcmp(env, "default") == 0) v = static_cast<int>(TileShape::kDefault);
         if (env != nullptr && std::strcmp(env, "wide-keys") == 0) v = static_cast<int>(TileShape::kWideKeys);
         if (env != nullptr && std::strcmp(env, "one-warpgroup") == 0) v = static_cast<int>(TileShape::kOneWarpGroup);
+        if (env != nullptr && std::strcmp(env, "persistent") == 0) v = static_cast<int>(TileShape::kPersistent);
         gTileShape.store(v, std::memory_order_relaxed);
     }
     return v;
@@ -60,6 +61,11 @@ int setTileShape(int shape) {
 // window of at least 2048 keys.
 TileShape tileShapeFor(FmhaParams const& p) {
     int const forced = tileShapeSetting();
+    // The persistent kernel has no bidirectional-mask union (a barrier of the whole CTA a tile)
+    // and counts its tiles (at most maxSeqLenQ / 128 + 1 a head and sequence) in 32 bits.
+    bool const persistentFits = p.bidirBegin == nullptr &&
+                                (static_cast<int64_t>(p.maxSeqLenQ) / 128 + 1) * p.numQHeads * p.batch < (int64_t{1} << 31);
+    if (forced == static_cast<int>(TileShape::kPersistent) && !persistentFits) return TileShape::kDefault;
     if (forced >= 0) return static_cast<TileShape>(forced);
     if (p.headDim != 64) return TileShape::kDefault;
     bool const fp8 = p.element == ElementKind::kFp8;

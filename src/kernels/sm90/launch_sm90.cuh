@@ -1,14 +1,51 @@
 // Definitions behind launch_sm90.h: grid shape, shared memory and the launch itself.
 #pragma once
 
+#include <algorithm>
+
 #include "kernels/sm90/fwd_kernel_sm90.cuh"
 #include "kernels/sm90/launch_sm90.h"
 
 namespace fmha::sm90 {
 
+// The instance's kernel: the persistent one for TileShape::kPersistent.
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
+constexpr auto kernelOf() {
+    if constexpr (TileOf<kElem, kHeadDim, kShape>::kPersistent)
+        return &fwdKernelSm90Persistent<kElem, kHeadDim, kKv, kSkip, kShape>;
+    else
+        return &fwdKernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>;
+}
+
+// A persistent launch: one CTA an SM (or a tile), and sections of units whose K/V (both
+// tensors, a KV head's bytes shared by the query heads of its group) fill about half the L2.
+template <class Tile>
+cudaError_t launchPersistent(void const* kernel, FmhaParams p, TmaDescs& tma, cudaStream_t stream) {
+    int device = 0, sms = 0, l2 = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
+    if (err != cudaSuccess) return err;
+    int64_t const rows = static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2;
+    int64_t const units = static_cast<int64_t>(p.numQHeads >> p.packLog2) * p.batch;
+    int64_t const total = (rows + Tile::kBlockM - 1) / Tile::kBlockM * units;
+    int64_t const sharing = std::max(1, p.headGroup >> p.packLog2);  // units reading one KV head's K/V
+    int64_t const unitBytes = std::max<int64_t>(1, 2 * static_cast<int64_t>(p.maxKvLen) * p.headDim * (Tile::kFp8 ? 1 : 2) / sharing);
+    p.persistUnits = static_cast<int32_t>(std::clamp<int64_t>(l2 / 2 / unitBytes, 1, std::max<int64_t>(units, 1)));
+    dim3 const grid(static_cast<unsigned>(std::clamp<int64_t>(total, 1, std::max(sms, 1))));
+    void* args[] = {&p, &tma};
+    return cudaLaunchKernel(kernel, grid, dim3(Tile::kNThreads), args, Tile::kSmemBytes, stream);
+}
+
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::launch(FmhaParams const& p, cudaStream_t stream) {
     using Tile = TileOf<kElem, kHeadDim, kShape>;
+    if constexpr (Tile::kPersistent) {
+        TmaDescs tma;
+        makeTmaDescs(p, Tile::kBlockM, Tile::kBlockN, Tile::kSwizzleBytes, &tma);
+        return launchPersistent<Tile>(reinterpret_cast<void const*>(kernelOf<kElem, kHeadDim, kKv, kSkip, kShape>()), p,
+                                      tma, stream);
+    }
     // (Row tiles x split-KV parts) x (query heads, or KV heads when GQA is packed) x sequences.
     int64_t const rows = static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2;
     dim3 const grid(static_cast<unsigned>((rows + Tile::kBlockM - 1) / Tile::kBlockM * p.numSplits),
@@ -24,7 +61,7 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::launch(FmhaParams c
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::prepare() {
     using Tile = TileOf<kElem, kHeadDim, kShape>;
-    cudaError_t const err = cudaFuncSetAttribute(fwdKernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>,
+    cudaError_t const err = cudaFuncSetAttribute(kernelOf<kElem, kHeadDim, kKv, kSkip, kShape>(),
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes);
     if (err != cudaSuccess || Tile::kMinBlocks == 1) return err;
     // Two CTAs an SM need the whole carveout as shared memory.
@@ -35,7 +72,7 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::prepare() {
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::probe() {
     cudaFuncAttributes attr;
-    return cudaFuncGetAttributes(&attr, fwdKernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>);
+    return cudaFuncGetAttributes(&attr, kernelOf<kElem, kHeadDim, kKv, kSkip, kShape>());
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
