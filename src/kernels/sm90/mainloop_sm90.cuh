@@ -716,7 +716,7 @@ struct ConsumerSm90 {
         {
             float s[kBlockN / 2];
             float rescale[2];
-            bool moved;  // O is still zero: nothing to rescale
+            bool moved;  // (O is still zero: nothing to rescale)
             waitFull(kK, 0);
             if constexpr (Tile::kPingPong)
                 if (wg == 1) cutlass::arch::NamedBarrier::arrive(Tile::kNConsumerThreads, Tile::kBarrierTurn0);
@@ -729,18 +729,8 @@ struct ConsumerSm90 {
             // O is still zero. Dropped only where the warp holds no real row: a real row's
             // first tile holds its maximum.
             dropped = softmaxStep<true>(s, nLast, rm, live, softmax, rescale, moved);
-            if (dropped) {
-#pragma unroll
-                for (int kk = 0; kk < kPSteps; ++kk)
-#pragma unroll
-                    for (int r = 0; r < 4; ++r) pa[kk][r] = 0;
-            } else {
-                packP(s, pa);
-            }
-            if constexpr (kSkip) {
-                publishDrop(0, dropped);
-                nDropped += dropped;
-            }
+            finishTile(0, s, rescale, /*moved=*/false, dropped, pa, o);
+            if constexpr (kSkip) nDropped += dropped;
         }
         // Masked tiles (the causal diagonal, the ragged end) come first in the visit order,
         // then the unmasked run without mask code, then the masked window edge.
