@@ -40,10 +40,11 @@ void fill(KernelOps* ops, char const* family, bool compact) {
     ops->packsGqa = false;
     ops->walks = false;
     ops->triggersDependents = false;
+    ops->shape = TileShape::kDefault;
 }
 
 bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int smemLimit, bool skipSoftmax,
-                      KernelOps* ops) {
+                      TileShape shape, KernelOps* ops) {
     // FP8 rows go through TMA and 16-byte copies whole: head dims of whole 16-byte chunks.
     int const d = element == ElementKind::kFp8 && headDim % 16 != 0 ? 0 : hopperHeadDim(headDim);
     (void)element;
@@ -51,14 +52,17 @@ bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int sme
     (void)kv;
     (void)smemLimit;
     (void)skipSoftmax;
+    (void)shape;
     (void)ops;
-#define FMHA_SM90_INSTANCE(E, D, K, S)                                                             \
-    if (element == ElementKind::E && d == (D) && kv == KvAddressing::K && skipSoftmax == (S) &&   \
-        sm90::KernelSm90<ElementKind::E, D, KvAddressing::K, S>::smemBytes() <= smemLimit) {       \
-        fill<sm90::KernelSm90<ElementKind::E, D, KvAddressing::K, S>>(ops, "sm90", false);        \
-        ops->packsGqa = true;                                                                      \
-        ops->triggersDependents = true;                                                            \
-        return true;                                                                               \
+#define FMHA_SM90_INSTANCE(E, D, K, S, SHAPE)                                                                  \
+    if (element == ElementKind::E && d == (D) && kv == KvAddressing::K && skipSoftmax == (S) &&               \
+        shape == TileShape::SHAPE &&                                                                           \
+        sm90::KernelSm90<ElementKind::E, D, KvAddressing::K, S, TileShape::SHAPE>::smemBytes() <= smemLimit) { \
+        fill<sm90::KernelSm90<ElementKind::E, D, KvAddressing::K, S, TileShape::SHAPE>>(ops, "sm90", false);  \
+        ops->packsGqa = true;                                                                                  \
+        ops->triggersDependents = true;                                                                        \
+        ops->shape = TileShape::SHAPE;                                                                         \
+        return true;                                                                                           \
     }
 #include "instances_sm90.inc"
 #undef FMHA_SM90_INSTANCE
@@ -141,9 +145,13 @@ int setSmemBudgetCap(int bytes) {
 }
 
 bool findKernel(ElementKind element, int headDim, KvAddressing kv, int smVersion, int smemLimit, bool skipSoftmax,
-                KernelOps* ops) {
-    if (smVersion == 90 && !forcePortable() && findHopperKernel(element, headDim, kv, smemLimit, skipSoftmax, ops))
-        return true;
+                KernelOps* ops, TileShape shape) {
+    if (smVersion == 90 && !forcePortable()) {
+        if (shape != TileShape::kDefault &&
+            findHopperKernel(element, headDim, kv, smemLimit, skipSoftmax, shape, ops))
+            return true;
+        if (findHopperKernel(element, headDim, kv, smemLimit, skipSoftmax, TileShape::kDefault, ops)) return true;
+    }
     return findPortableKernel(element, headDim, kv, smemLimit, ops);
 }
 

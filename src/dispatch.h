@@ -21,6 +21,7 @@ struct KernelOps {
     // The kernel signals programmatic dependent launch early (griddepcontrol.launch_dependents),
     // so that a split-KV combine launched after it is resident before it ends.
     bool triggersDependents = false;
+    TileShape shape = TileShape::kDefault;  // the Hopper family's tile shape
 };
 
 // Shared memory a block of an SM version can opt into (cudaDevAttrMaxSharedMemoryPerBlockOptin
@@ -39,10 +40,11 @@ int setSmemBudgetCap(int bytes);
 // of shared memory a block: the Hopper family where it covers the combination (sm_90, not
 // forced portable; skip-softmax where the family has that variant) and fits, else the first
 // portable configuration that fits (the default tiles, then the compact ones). False when
-// none was built or none fits.
+// none was built or none fits. shape: the Hopper tile shape wanted (heuristics.h:
+// tileShapeFor), where that family has an instance of it; else its default tiles.
 // Dispatch and canImplement both answer from here.
 bool findKernel(ElementKind element, int headDim, KvAddressing kv, int smVersion, int smemLimit, bool skipSoftmax,
-                KernelOps* ops);
+                KernelOps* ops, TileShape shape = TileShape::kDefault);
 
 // Overrides FMHA_KERNEL_FAMILY (tests run one problem through both families); returns the
 // previous setting.

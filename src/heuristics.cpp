@@ -28,9 +28,46 @@ int packGqaSetting() {
     return v;
 }
 
+std::atomic<int> gTileShape{-2};  // -2: not decided yet (read the environment once); -1: automatic
+
+int tileShapeSetting() {
+    int v = gTileShape.load(std::memory_order_relaxed);
+    if (v == -2) {
+        char const* env = std::getenv("FMHA_TILE_SHAPE");
+        v = -1;
+        if (env != nullptr && std::strcmp(env, "default") == 0) v = static_cast<int>(TileShape::kDefault);
+        if (env != nullptr && std::strcmp(env, "wide-keys") == 0) v = static_cast<int>(TileShape::kWideKeys);
+        if (env != nullptr && std::strcmp(env, "one-warpgroup") == 0) v = static_cast<int>(TileShape::kOneWarpGroup);
+        gTileShape.store(v, std::memory_order_relaxed);
+    }
+    return v;
+}
+
 }  // namespace
 
 unsigned long long* setSkipStats(unsigned long long* counters) { return gSkipStats.exchange(counters); }
+
+int setTileShape(int shape) {
+    int const previous = tileShapeSetting();
+    gTileShape.store(shape < 0 ? -1 : shape, std::memory_order_relaxed);
+    return previous;
+}
+
+// 16-bit D=64 with one consumer warpgroup and two CTAs an SM: +12% on ViT S=512 (B=32), -6% at
+// S=4k (bench/results/2026-12-01_branches_ab.txt), so up to 1024 queries a sequence over
+// contiguous KV. FP8 D=64 with 256-key tiles: +4% on non-causal 4k, while a causal tile set
+// of S=512 does a fifth more key work than with 128 keys, so non-causal launches without a
+// window of at least 2048 keys.
+TileShape tileShapeFor(FmhaParams const& p) {
+    int const forced = tileShapeSetting();
+    if (forced >= 0) return static_cast<TileShape>(forced);
+    if (p.headDim != 64) return TileShape::kDefault;
+    bool const fp8 = p.element == ElementKind::kFp8;
+    if (!fp8 && p.kvAddressing == KvAddressing::kStrided && p.maxSeqLenQ <= 1024) return TileShape::kOneWarpGroup;
+    if (fp8 && !p.causal && p.window == INT32_MAX && p.bidirBegin == nullptr && p.maxKvLen >= 2048)
+        return TileShape::kWideKeys;
+    return TileShape::kDefault;
+}
 
 int setPackGqa(int mode) {
     int const previous = packGqaSetting();

@@ -18,6 +18,13 @@ int setPackGqa(int mode);
 // default); returns the previous pointer.
 unsigned long long* setSkipStats(unsigned long long* counters);
 
+// The Hopper tile shape for p (filled params; the shapes built: dispatch.h): the default, or
+// one that measured faster on problems like p. FMHA_TILE_SHAPE=default / wide-keys /
+// one-warpgroup in the environment forces one where it is built (measurement); tests set it
+// here (-1: automatic); returns the previous setting.
+TileShape tileShapeFor(FmhaParams const& p);
+int setTileShape(int shape);
+
 // The packLog2 for p on a family whose tiles hold blockM rows, under the setting above.
 int choosePackLog2(FmhaParams const& p, int blockM);
 

@@ -14,6 +14,14 @@ enum class KvAddressing : int32_t {
 // Element type of Q/K/V in device memory. Output is FP16 for kFp16/kFp8, BF16 for kBf16.
 enum class ElementKind : int32_t { kFp16 = 0, kBf16 = 1, kFp8 = 2 };
 
+// Tile shapes of the Hopper family beside its default, built for some (element, head dim)
+// pairs and chosen per problem (heuristics.h: tileShapeFor).
+enum class TileShape : int32_t {
+    kDefault = 0,
+    kWideKeys = 1,      // FP8: 256-key tiles at D=64 (192 at D=128)
+    kOneWarpGroup = 2,  // 16-bit D=64: one consumer warpgroup of 64 rows, two CTAs an SM
+};
+
 struct FmhaParams {
     ElementKind element = ElementKind::kFp16;
     KvAddressing kvAddressing = KvAddressing::kStrided;

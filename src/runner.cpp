@@ -198,8 +198,10 @@ bool streamCapturing(char const* mode, cudaStream_t stream, bool* capturing) {
     return true;
 }
 
-// The kernel for this variant on the current device, its shared memory prepared once.
-bool selectKernel(Common const& c, detail::KernelOps* ops, cudaStream_t stream, bool preflight) {
+// The kernel for this variant on the current device (of the Hopper tile shape wanted, where
+// built), its shared memory prepared once.
+bool selectKernel(Common const& c, detail::KernelOps* ops, cudaStream_t stream, bool preflight,
+                  TileShape shape = TileShape::kDefault) {
     char const* mode = modeName(c.mode);
     ElementKind element = ElementKind::kFp16;
     toElement(c.inputType, &element);
@@ -209,7 +211,7 @@ bool selectKernel(Common const& c, detail::KernelOps* ops, cudaStream_t stream, 
         return fail(cat(mode, ": device ", dev.name, " is sm_", dev.smVersion, "; the kernels need sm_80 or newer"));
     int const budget = detail::smemBudget(dev.maxSmemOptin);
     bool const skip = c.skip > 0.0F;
-    if (!detail::findKernel(element, c.headDim, addressingOf(c.mode), dev.smVersion, budget, skip, ops)) {
+    if (!detail::findKernel(element, c.headDim, addressingOf(c.mode), dev.smVersion, budget, skip, ops, shape)) {
         detail::KernelOps any;
         if (detail::findKernel(element, c.headDim, addressingOf(c.mode), dev.smVersion, INT_MAX, skip, &any))
             return fail(cat(mode, ": no kernel configuration for ", dataTypeName(c.inputType), " head dim ",
@@ -578,8 +580,8 @@ bool runMode(FmhaRunner const& r, detail::SplitWorkspace& ws, typename M::Args c
     Common const c = M::common(r, a, bidirectional);
     if (!checkVariant(c, true) || !checkVariantOf<M>(r) || !M::check(r, a, extra...)) return false;
     detail::KernelOps ops;
-    if (!selectKernel(c, &ops, a.stream, false)) return false;
     FmhaParams p = paramsOf<M>(r, a, c);
+    if (!selectKernel(c, &ops, a.stream, false, detail::tileShapeFor(p))) return false;
     detail::planLaunch(ops, &p);
     if (!planSplits(modeName(c.mode), ops, ws, a.stream, &p)) return false;
     return launch(ops, p, a.stream, modeName(c.mode), record);
@@ -608,9 +610,11 @@ template <class M>
 bool preflightMode(FmhaRunner const& r, detail::SplitWorkspace& ws, typename M::Args const& a, bool bidirectional) {
     detail::clearError();
     Common const c = M::common(r, a, bidirectional);
-    detail::KernelOps ops;
+    detail::KernelOps ops, shaped;
+    // Every tile shape a run may pick is prepared here, outside any capture.
     return checkVariant(c, false) && checkVariantOf<M>(r) && selectKernel(c, &ops, a.stream, true) &&
-           preflightSplits(r, c, ops, ws);
+           selectKernel(c, &shaped, a.stream, true, TileShape::kWideKeys) &&
+           selectKernel(c, &shaped, a.stream, true, TileShape::kOneWarpGroup) && preflightSplits(r, c, ops, ws);
 }
 
 }  // namespace

@@ -570,6 +570,8 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
     out->family = p.spec.cApi ? lastKernelFamily() : record.family;  // the C API returns no record
     out->packedHeads = p.spec.cApi ? 0 : record.packedHeads;
     out->splits = p.spec.cApi ? 0 : record.splits;
+    out->blockM = p.spec.cApi ? 0 : record.blockM;
+    out->blockN = p.spec.cApi ? 0 : record.blockN;
     if (cudaStreamSynchronize(stream) != cudaSuccess) {
         cudaStreamDestroy(stream);
         return cudaFail("kernel execution");

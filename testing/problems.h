@@ -76,6 +76,7 @@ struct GpuResult {
     std::string family;  // kernel family that ran
     int packedHeads = 1;  // query heads it packed into one tile (pack GQA); 0 through the C API (no record)
     int splits = 1;       // split-KV parts it launched; 0 through the C API
+    int blockM = 0, blockN = 0;  // its tile (query rows, keys); 0 through the C API
 };
 
 // Runs the problem through the runner (poisoned output first). timingIters > 0 also times

@@ -23,6 +23,18 @@ private:
     bool previous_;
 };
 
+// The Hopper tile shape: -1 the heuristic, else a TileShape forced where it is built.
+class ScopedTileShape {
+public:
+    explicit ScopedTileShape(int shape) : previous_(detail::setTileShape(shape)) {}
+    ~ScopedTileShape() { detail::setTileShape(previous_); }
+    ScopedTileShape(ScopedTileShape const&) = delete;
+    ScopedTileShape& operator=(ScopedTileShape const&) = delete;
+
+private:
+    int previous_;
+};
+
 // The pack-GQA setting: -1 the heuristic, 1 always, 0 never.
 class ScopedPackGqa {
 public:

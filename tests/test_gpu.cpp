@@ -184,6 +184,55 @@ INSTANTIATE_TEST_SUITE_P(Families, SkipSoftmax, ::testing::Values(false, true),
                              return std::string(info.param ? "portable" : "default");
                          });
 
+// The Hopper tile shapes built beside the default (TileShape), forced on D=64 problems of every
+// mode and mask they can run: one consumer warpgroup (16-bit, contiguous KV: 64-row tiles) and
+// 256-key tiles (FP8); the launch record shows the shape ran (unless a test budget of shared
+// memory, FMHA_SMEM_BUDGET, leaves it out: the default runs then).
+TEST(TileShapes, ForcedShapesMatchReference) {
+    FMHA_REQUIRE_GPU();
+    struct ShapeCase {
+        Case c;
+        TileShape shape;
+        int blockM, blockN;  // the tile the shape runs where the Hopper family takes the case
+    };
+    std::vector<ShapeCase> cases;
+    for (DataType dt : {DataType::kHALF, DataType::kBF16}) {
+        std::string const t = dt == DataType::kBF16 ? "bf16" : "fp16";
+        Case causal = edge("llm_causal_" + t, Mode::kLlm, 64, {300, 300}, {700, 333}, 8, 2);
+        Case window = edge("llm_window_" + t, Mode::kLlm, 64, {500}, {900}, 4, 4);
+        window.spec.window = 200;
+        Case vit = edge("vit_" + t, Mode::kVit, 64, {1, 65, 200, 0, 513}, {1, 65, 200, 0, 513}, 4, 4);
+        for (Case* c : {&causal, &window, &vit}) {
+            c->spec.dtype = dt;
+            cases.push_back({*c, TileShape::kOneWarpGroup, 64, 128});
+        }
+    }
+    Case llm8 = edge("llm_fp8_noncausal", Mode::kLlm, 64, {200, 77}, {2500, 900}, 8, 2);
+    llm8.spec.causal = false;
+    Case causal8 = edge("llm_fp8_causal", Mode::kLlm, 64, {300}, {1000}, 4, 4);
+    Case vit8 = edge("vit_fp8", Mode::kVit, 64, {1, 300, 0, 2100}, {1, 300, 0, 2100}, 4, 4);
+    Case paged8 = edge("paged_fp8_window", Mode::kPaged, 64, {100, 3}, {1500, 600}, 8, 2);
+    paged8.spec.window = 400;
+    paged8.spec.pageSize = 16;
+    Case ragged8 = edge("ragged_fp8", Mode::kPagedRagged, 64, {1, 40, 0, 90}, {300, 700, 50, 1200}, 8, 4);
+    for (Case* c : {&llm8, &causal8, &vit8, &paged8, &ragged8}) {
+        c->spec.dtype = DataType::kFP8;
+        cases.push_back({*c, TileShape::kWideKeys, 128, 256});
+    }
+    for (ShapeCase const& sc : cases) {
+        SCOPED_TRACE(sc.c.name);
+        ScopedTileShape const shape(static_cast<int>(sc.shape));
+        harness::ProblemSpec spec = sc.c.spec;
+        spec.seed ^= runSeed();
+        harness::GpuResult const gpu = checkAgainstReference(spec);
+        bool const capped = detail::smemBudget(227 * 1024) < 227 * 1024;
+        if (gpu.family == "sm90" && !capped) {
+            EXPECT_EQ(gpu.blockM, sc.blockM);
+            EXPECT_EQ(gpu.blockN, sc.blockN);
+        }
+    }
+}
+
 // Random lengths, including zero-length sequences, many times over.
 TEST(Randomised, RaggedAndVitShapes) {
     FMHA_REQUIRE_GPU();

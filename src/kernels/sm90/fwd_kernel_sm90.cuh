@@ -24,15 +24,15 @@
 
 namespace fmha::sm90 {
 
-// The tile configuration of an instance: by head dim and element size.
-template <ElementKind kElem, int kHeadDim>
-using TileOf = TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes>;
+// The tile configuration of an instance: by head dim, element size and tile shape.
+template <ElementKind kElem, int kHeadDim, TileShape kShape = TileShape::kDefault>
+using TileOf = TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes, kShape>;
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
-__global__ void __launch_bounds__(TileOf<kElem, kHeadDim>::kNThreads, 1) fwdKernelSm90(FmhaParams const p,
-                                                                                          __grid_constant__ TmaDescs const tma) {
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
+__global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, TileOf<kElem, kHeadDim, kShape>::kMinBlocks)
+    fwdKernelSm90(FmhaParams const p, __grid_constant__ TmaDescs const tma) {
     using Elem = typename ElemOf<kElem>::type;
-    using Tile = TileOf<kElem, kHeadDim>;
+    using Tile = TileOf<kElem, kHeadDim, kShape>;
     using ET = ElemTraits<Elem>;
     using Out = typename ET::Out;
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN;

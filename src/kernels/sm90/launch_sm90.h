@@ -8,8 +8,8 @@
 
 namespace fmha::sm90 {
 
-// kSkip: the skip-softmax variant (FmhaParams::skipFactor > 0).
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip>
+// kSkip: the skip-softmax variant (FmhaParams::skipFactor > 0); kShape: the tile shape.
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape = TileShape::kDefault>
 struct KernelSm90 {
     static cudaError_t launch(FmhaParams const& params, cudaStream_t stream);  // this launch's error alone
     static cudaError_t prepare();

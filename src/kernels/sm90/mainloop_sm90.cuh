@@ -376,6 +376,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         bool viaTma = tma.kvOk && j0 + kBlockN <= seq.lk;
         int32_t page = 0;  // lane c: the page of box c
         if constexpr (kKv == KvAddressing::kPaged) {
+            static_assert(kBlockN / 16 <= 32, "a box of at least 16 rows (the smallest page) a producer lane");
             int const boxes = kBlockN / boxRows;
             if (viaTma) {
                 bool ok = true;

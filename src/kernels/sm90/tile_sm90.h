@@ -1,41 +1,44 @@
 // Tile configuration of the Hopper (wgmma) family, one constexpr place for every choice.
 #pragma once
 
+#include "params.h"
+
 namespace fmha::sm90 {
 
 // kElemBytes: 2 (FP16/BF16) or 1 (FP8 E4M3; wgmma reads both FP8 operands K-major, so V is
-// transposed in shared memory into a stage of its own, kBytesVt).
-template <int kHeadDim, int kElemBytes = 2>
+// transposed in shared memory into a stage of its own, kBytesVt). kShape: the default tiles or
+// one of the shapes built beside them for some problems (TileShape).
+template <int kHeadDim, int kElemBytes = 2, TileShape kShape = TileShape::kDefault>
 struct TileSm90 {
     static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "native wgmma head dims");
     static_assert(kElemBytes == 2 || kElemBytes == 1, "16-bit or FP8 elements");
     static constexpr int kDim = kHeadDim;
     static constexpr bool kFp8 = kElemBytes == 1;
+    static_assert(kShape != TileShape::kWideKeys || (kFp8 && (kHeadDim == 64 || kHeadDim == 128)),
+                  "wide key tiles: FP8 at D=64 and 128");
+    static_assert(kShape != TileShape::kOneWarpGroup || (!kFp8 && kHeadDim == 64),
+                  "one consumer warpgroup: 16-bit D=64");
     // One producer warpgroup (TMA, or cp.async gathers, into a K/V mbarrier pipeline) and two
-    // consumer warpgroups of 64 query rows each (the wgmma M).
-    static constexpr int kNConsumerWarpGroups = 2;
+    // consumer warpgroups of 64 query rows each (the wgmma M); kOneWarpGroup: one consumer
+    // warpgroup and two CTAs an SM, so that one CTA's prologue and epilogue overlap the
+    // other's mainloop (short sequences), at the cost of ping-pong and of K/V loaded per 64 rows.
+    static constexpr int kNConsumerWarpGroups = kShape == TileShape::kOneWarpGroup ? 1 : 2;
+    static constexpr int kMinBlocks = kNConsumerWarpGroups == 1 ? 2 : 1;  // CTAs an SM (__launch_bounds__)
     static constexpr int kNConsumerThreads = 128 * kNConsumerWarpGroups;
     static constexpr int kNThreads = 128 + kNConsumerThreads;
     static constexpr int kBlockM = 64 * kNConsumerWarpGroups;
     // Keys per tile. A consumer thread holds O (kHeadDim/2 FP32), the next S (kBlockN/2) and
     // this P (kBlockN/4 packed) at once: 160 registers at D=128 with 128 keys; at D=256, O
     // alone takes 128, so 64-key tiles keep the thread inside its 232.
-    // FP8 may take wider key tiles (FMHA_SM90_FP8_KEYS_D128 = 192: S 96 + O 64 + P 24 registers,
-    // two stages; FMHA_SM90_FP8_KEYS_D64 = 256: S 128 + O 32 + P 32, four stages), for
-    // measurement. Neither is the default: 192 keys at D=128 gained 0.5-2% at 8k but lost 9-18%
-    // at S = 512 and 1024 (512 / 192 tiles round up) and 1-3% at 4k; 256 keys at D=64 gained
-    // 4-5% on non-causal 4k but add a fifth of the key work of a causal S = 512 tile set
-    // (bench/results/2026-12-01_branches_ab.txt, 2026-12-01_fp8-d128-keys_ab.txt).
-#ifndef FMHA_SM90_FP8_KEYS_D128
-#define FMHA_SM90_FP8_KEYS_D128 128
-#endif
-#ifndef FMHA_SM90_FP8_KEYS_D64
-#define FMHA_SM90_FP8_KEYS_D64 128
-#endif
-    static constexpr int kBlockN = kHeadDim == 128 && kFp8 ? FMHA_SM90_FP8_KEYS_D128
-                                   : kHeadDim == 64 && kFp8 ? FMHA_SM90_FP8_KEYS_D64
-                                   : kHeadDim <= 128        ? 128
-                                                            : 64;
+    // kWideKeys (FP8): 256 keys at D=64 (S 128 + O 32 + P 32 registers, four stages) and 192 at
+    // D=128 (S 96 + O 64 + P 24, two stages). Against 128 keys, 256 at D=64 gained 4-5% on
+    // non-causal 4k rows but adds a fifth of the key work of a causal S = 512 tile set; 192 at
+    // D=128 gained 0.5-2% at 8k and lost 9-18% at S = 512 and 1024 (512 / 192 tiles round up)
+    // and 1-3% at 4k, so only D=64 builds it (bench/results/2026-12-01_branches_ab.txt,
+    // 2026-12-01_fp8-d128-keys_ab.txt).
+    static constexpr int kBlockN = kShape == TileShape::kWideKeys ? (kHeadDim == 64 ? 256 : 192)
+                                   : kHeadDim <= 128                ? 128
+                                                                    : 64;
     static_assert(kBlockN % 64 == 0 && kBlockN <= 256, "whole 64-key V^T blocks, a wgmma N");
     // Paged TMA boxes: at most a page, and a power of two dividing the tile (64 at 192 keys).
     static constexpr int kBoxRowsMax = kBlockN & -kBlockN;
@@ -49,14 +52,15 @@ struct TileSm90 {
     // a thread and takes the larger share.
     // FP8: the producer also transposes V (128 * 56 + 256 * 224 = 64512), and P takes half
     // the registers of 16-bit P (O + S + P: 168 at D=256).
-    static constexpr int kProducerRegs = kFp8 ? 56 : kHeadDim == 256 ? 24 : 40;
-    static constexpr int kConsumerRegs = kFp8 ? 224 : kHeadDim == 256 ? 240 : 232;
+    // One consumer warpgroup, two CTAs an SM: 2 * (128 * 32 + 128 * 224) = 65536.
+    static constexpr int kProducerRegs = kNConsumerWarpGroups == 1 ? 32 : kFp8 ? 56 : kHeadDim == 256 ? 24 : 40;
+    static constexpr int kConsumerRegs = kNConsumerWarpGroups == 1 ? 224 : kFp8 ? 224 : kHeadDim == 256 ? 240 : 232;
     // Ping-pong scheduling of the two consumer warpgroups (named barriers 2 and 3; 0 is
     // __syncthreads, 1 the consumers' meeting before the epilogue, 4 and 5 skip-softmax's votes).
 #ifndef FMHA_SM90_PINGPONG
 #define FMHA_SM90_PINGPONG 1
 #endif
-    static constexpr bool kPingPong = FMHA_SM90_PINGPONG != 0;
+    static constexpr bool kPingPong = FMHA_SM90_PINGPONG != 0 && kNConsumerWarpGroups == 2;
     static constexpr int kBarrierConsumers = 1;
     static constexpr int kBarrierTurn0 = 2;
     static constexpr int kBarrierSkip0 = 4;  // skip-softmax without ping-pong: each warpgroup's drop exchange (4, 5)
