@@ -625,16 +625,21 @@ struct ConsumerSm90 {
         return drops == 0x01010101u;
     }
 
-    // After tile i's softmax and the P.V that read pa: P of tile i into pa (zero for a warp
-    // that dropped the tile, which also leaves o alone) and the warp's drop published.
+    // P = 0 for this warp's rows: it dropped the tile whose P.V its warpgroup still issues.
+    // Done just before that P.V (not when the warp drops the tile), where pa is live on the
+    // other path: zeroing it at the drop was hoisted into every step (16 CS2R a step).
+    __device__ static void zeroP(uint32_t (&pa)[kPSteps][4]) {
+#pragma unroll
+        for (int kk = 0; kk < kPSteps; ++kk)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) pa[kk][r] = 0;
+    }
+
+    // After tile i's softmax and the P.V that read pa: P of tile i into pa (a warp that dropped
+    // the tile leaves pa and o alone: zeroP before a P.V) and the warp's drop published.
     __device__ void finishTile(int i, float const (&s)[kBlockN / 2], float const (&rescale)[2], bool moved,
                                bool dropped, uint32_t (&pa)[kPSteps][4], float (&o)[kHeadDim / 2]) const {
-        if (kSkip && dropped) {
-#pragma unroll
-            for (int kk = 0; kk < kPSteps; ++kk)
-#pragma unroll
-                for (int r = 0; r < 4; ++r) pa[kk][r] = 0;
-        } else {
+        if (!(kSkip && dropped)) {
             if (moved) {  // warp-uniform (always, with the exact max); rare once a row's first tiles are seen
 #pragma unroll
                 for (int nt = 0; nt < kHeadDim / 8; ++nt) {
@@ -690,6 +695,12 @@ struct ConsumerSm90 {
                 body<kMasked, false>(i, nLast, rm, live, pa, o, softmax, dropped);
                 return true;
             }
+            if (dropped) {  // this warp dropped tile i-1, another warp of the group did not
+                zeroP(pa);
+                // Keeps the zeroing behind its branch: without it ptxas turns the 32 moves into 32
+                // selects that every step issues.
+                asm volatile("" ::: "memory");
+            }
         }
         body<kMasked, true>(i, nLast, rm, live, pa, o, softmax, dropped);
         return false;
@@ -729,14 +740,7 @@ struct ConsumerSm90 {
             // O is still zero. Dropped only where the warp holds no real row: a real row's
             // first tile holds its maximum.
             dropped = softmaxStep<true>(s, nLast, rm, live, softmax, rescale, moved);
-            if (dropped) {
-#pragma unroll
-                for (int kk = 0; kk < kPSteps; ++kk)
-#pragma unroll
-                    for (int r = 0; r < 4; ++r) pa[kk][r] = 0;
-            } else {
-                packP(s, pa);
-            }
+            if (!dropped) packP(s, pa);  // a dropping warp's pa is zeroed before a P.V reads it
             if constexpr (kSkip) {
                 publishDrop(0, dropped);
                 nDropped += dropped;
@@ -761,6 +765,10 @@ struct ConsumerSm90 {
         waitFull(kV, nTiles - 1);
         turnBegin();
         bool const skipLast = kSkip && groupDropped(nTiles - 1);
+        if (kSkip && !skipLast && dropped) {
+            zeroP(pa);
+            asm volatile("" ::: "memory");
+        }
         if (!skipLast) issuePVStage(pa, nTiles - 1, o);
         turnEnd(true);
         cute::warpgroup_wait<0>();
