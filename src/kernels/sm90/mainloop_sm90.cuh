@@ -487,7 +487,7 @@ struct ConsumerSm90 {
     int t;                // lane position in its quad
     bool leadLane;        // lane 0: arrives for its warp
     int wg;               // consumer warpgroup, 0 or 1
-    float skipLog2;       // kSkip: log2(lambda); 0 where the sequence skips nothing (lambda >= 1)
+    float skipLog2;       // kSkip: log2(lambda); -inf where the sequence skips nothing (lambda >= 1)
     uint32_t sVt;         // FP8: the V^T stages
     uint64_t* vtBar;      // FP8: their barriers (kStages full, then kStages empty)
     uint32_t sDrops;      // kSkip: this warpgroup's drop bytes, [tile parity][warp]
@@ -553,14 +553,12 @@ struct ConsumerSm90 {
             OnlineSoftmax<2>::threadMax(sr, tileMax);
         else
             OnlineSoftmax<2>::tileMax(sr, tileMax);
-        if constexpr (kSkip) {
-            if (skipLog2 < 0.0F) {  // uniform in the CTA
-                bool mine = true;
+        if constexpr (kSkip) {  // (a skipLog2 of -inf drops only the tiles of warps without a real row)
+            bool mine = true;
 #pragma unroll
-                for (int r = 0; r < 2; ++r)
-                    mine = mine && (!live[r] || softmax.rowNegligible(r, tileMax[r], p.scaleLog2, skipLog2));
-                if (__all_sync(0xffffffffu, mine)) return true;
-            }
+            for (int r = 0; r < 2; ++r)
+                mine = mine && (!live[r] || softmax.rowNegligible(r, tileMax[r], p.scaleLog2, skipLog2));
+            if (__all_sync(0xffffffffu, mine)) return true;
         }
         if constexpr (Tile::kSlack8 > 0) {
             moved = softmax.template updateWarp<Tile::kSlack8, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
@@ -607,7 +605,6 @@ struct ConsumerSm90 {
     // kSkip: this warp's drop of tile i, for the other warps of its warpgroup (byte
     // (i & 1) * 4 + warp). Written before the warp's next turn barrier; read after it.
     __device__ void publishDrop(int i, bool dropped) const {
-        if (!(skipLog2 < 0.0F)) return;  // uniform in the CTA: nothing is dropped
         if (leadLane) {
             uint32_t const addr = sDrops + (i & 1) * 4 + (threadIdx.x / 32) % 4;
             asm volatile("st.shared.u8 [%0], %1;" ::"r"(addr), "r"(static_cast<uint32_t>(dropped)) : "memory");
@@ -617,7 +614,6 @@ struct ConsumerSm90 {
     // dropped tile i (the same in the warpgroup). The byte pair of parity i & 1 is written again
     // only in step i + 2, after every warp has passed the turn barrier of step i + 2.
     __device__ bool groupDropped(int i) const {
-        if (!(skipLog2 < 0.0F)) return false;
         if constexpr (!Tile::kPingPong)  // no turn barrier to meet at: a barrier of its own
             cutlass::arch::NamedBarrier::sync(128, Tile::kBarrierSkip0 + wg);
         uint32_t drops;
