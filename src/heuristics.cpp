@@ -54,11 +54,12 @@ int setTileShape(int shape) {
     return previous;
 }
 
-// 16-bit D=64 with one consumer warpgroup and two CTAs an SM: +12% on ViT S=512 (B=32), -6% at
-// S=4k (bench/results/2026-12-01_branches_ab.txt), so up to 1024 queries a sequence over
-// contiguous KV. FP8 D=64 with 256-key tiles: +4% on non-causal 4k, while a causal tile set
-// of S=512 does a fifth more key work than with 128 keys, so non-causal launches without a
-// window of at least 2048 keys.
+// 16-bit D=64 with one consumer warpgroup and two CTAs an SM: +12% on ViT S=512 (B=32) and +7%
+// on causal S=512, -6% at S=4k (bench/results/2026-12-01_branches_ab.txt,
+// 2026-12-01_f8e325d_tile-shapes_ab.txt), so up to 1024 queries a sequence over contiguous KV.
+// FP8 D=64 with 256-key tiles: +4% on non-causal 4k and -1% on ViT S=512, while a causal tile
+// set of S=512 does a fifth more key work than with 128 keys, so non-causal launches without a
+// window whose longest sequence has at least 2048 keys.
 TileShape tileShapeFor(FmhaParams const& p) {
     int const forced = tileShapeSetting();
     // The persistent kernel has no bidirectional-mask union (a barrier of the whole CTA a tile)
@@ -70,7 +71,9 @@ TileShape tileShapeFor(FmhaParams const& p) {
     if (p.headDim != 64) return TileShape::kDefault;
     bool const fp8 = p.element == ElementKind::kFp8;
     if (!fp8 && p.kvAddressing == KvAddressing::kStrided && p.maxSeqLenQ <= 1024) return TileShape::kOneWarpGroup;
-    if (fp8 && !p.causal && p.window == INT32_MAX && p.bidirBegin == nullptr && p.maxKvLen >= 2048)
+    // The longest sequence's keys: the ViT mode's maxKvLen is the packed total of all sequences'.
+    int64_t const longestKeys = p.kvRowsFromCu ? p.maxSeqLenQ : p.maxKvLen;
+    if (fp8 && !p.causal && p.window == INT32_MAX && p.bidirBegin == nullptr && longestKeys >= 2048)
         return TileShape::kWideKeys;
     return TileShape::kDefault;
 }

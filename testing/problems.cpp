@@ -127,8 +127,8 @@ std::string HostProblem::describe() const {
 namespace {
 
 // Rewrites an LLM or paged problem's Q and K (makeProblem's spec.structured). The keys fall into
-// segments of kSegment positions (spec.structuredSegment), segment s holding the basis vector e_(s mod kEmbed) times
-// kAmp in dims 0..kEmbed-1; a query holds its own segment's vector plus kPrev
+// segments of spec.structuredSegment positions, segment s holding the basis vector
+// e_(s mod kEmbed) times kAmp in dims 0..kEmbed-1; a query holds its own segment's vector plus kPrev
 // (spec.structuredPrev) times the previous segment's (normalised), so that its scores are
 // about 189 on its own segment, 66 on the previous one and 0 elsewhere (kPrev 0.35; 175 and
 // 96 at 0.55). Dim kEmbed marks the heavy-hitter keys (the first 64 and
@@ -137,7 +137,7 @@ namespace {
 // (bottom-right aligned).
 void structureScores(HostProblem& p, std::mt19937_64& rng) {
     constexpr int kEmbed = 64, kBlock = 64;
-    int const kSegment = std::max(1, p.spec.structuredSegment);
+    int const segment = std::max(1, p.spec.structuredSegment);
     constexpr float kAmp = 14.142F, kHeavy = 10.0F;
     float const kPrev = p.spec.structuredPrev;
     ProblemSpec const& s = p.spec;
@@ -165,7 +165,7 @@ void structureScores(HostProblem& p, std::mt19937_64& rng) {
         }
         parallelFor(int64_t{Hkv} * lk, [&](int64_t u) {
             int32_t const h = static_cast<int32_t>(u / lk), j = static_cast<int32_t>(u % lk);
-            int32_t const seg = (j / kSegment) % kEmbed;
+            int32_t const seg = (j / segment) % kEmbed;
             int64_t const base = kRow(b, h, j);
             for (int32_t d = 0; d < D; ++d) {
                 float x = d == seg ? kAmp : 0.0F;
@@ -176,7 +176,7 @@ void structureScores(HostProblem& p, std::mt19937_64& rng) {
         });
         parallelFor(int64_t{sq} * Hq, [&](int64_t u) {
             int32_t const i = static_cast<int32_t>(u / Hq), h = static_cast<int32_t>(u % Hq);
-            int32_t const pos = i + lk - sq, seg = pos / kSegment;
+            int32_t const pos = i + lk - sq, seg = pos / segment;
             int64_t const base = ((int64_t{b} * sq + i) * Hq + h) * D;
             for (int32_t d = 0; d < D; ++d) {
                 float x = 0.0F;

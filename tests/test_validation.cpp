@@ -1159,4 +1159,26 @@ TEST(PackGqaChoice, ShortChunksOfPowerOfTwoGroupsPack) {
     EXPECT_EQ(fmha::detail::setPackGqa(previous), 0);
 }
 
+// Which Hopper tile shape the runner asks for at head dim 64 (host-side; no GPU involved): the
+// ViT mode's key count is its longest sequence's, not the packed total of all sequences.
+TEST(TileShapeChoice, LongestSequenceDecides) {
+    int const previous = fmha::detail::setTileShape(-1);
+    fmha::FmhaRunner const runner(32, 32, 64, 32, 0, 0);
+    auto vit = [&](fmha::DataType dt, int batch, int maxLen) {
+        fmha::VitArgs a;
+        a.inputType = dt;
+        a.batchSize = batch;
+        a.maxSeqLen = maxLen;
+        a.totalSeqLen = batch * maxLen;
+        return fmha::detail::tileShapeFor(fmha::detail::paramsFor(runner, a));
+    };
+    EXPECT_EQ(vit(fmha::DataType::kFP8, 32, 512), fmha::TileShape::kDefault);  // 16k keys in all, 512 a sequence
+    EXPECT_EQ(vit(fmha::DataType::kFP8, 4, 4096), fmha::TileShape::kWideKeys);
+    EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kOneWarpGroup);
+    EXPECT_EQ(vit(fmha::DataType::kHALF, 4, 4096), fmha::TileShape::kDefault);
+    fmha::detail::setTileShape(static_cast<int>(fmha::TileShape::kDefault));  // forced
+    EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kDefault);
+    fmha::detail::setTileShape(previous);
+}
+
 }  // namespace

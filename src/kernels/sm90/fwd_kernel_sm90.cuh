@@ -159,10 +159,11 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     softmax.init();
     if (!mask.empty()) {
         uint32_t const sQAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sQ)) + cwg * 64 * Tile::kSwizzleBytes;
-        // Skip-softmax: log2(lambda), lambda = S / Lk; 0 (never skip) where lambda >= 1.
+        // Skip-softmax: log2(lambda), lambda = S / Lk; -inf (no score is below it) where
+        // lambda >= 1, so that the skip kernel's steps need no test of whether it skips.
         float const skipLog2 = kSkip && p.skipFactor > 0.0F && p.skipFactor < static_cast<float>(seq.lk)
                                    ? log2f(p.skipFactor / static_cast<float>(seq.lk))
-                                   : 0.0F;
+                                   : -INFINITY;
         ConsumerSm90<ET, Tile, kSkip> const consumer{p, seq, mask, pipe, sQAddr, static_cast<uint32_t>(__cvta_generic_to_shared(sK)),
                                                      static_cast<uint32_t>(__cvta_generic_to_shared(sV)), warpRow0 + g, t,
                                                      lane == 0, cwg, skipLog2,

@@ -492,7 +492,7 @@ struct ConsumerSm90 {
     int t;                // lane position in its quad
     bool leadLane;        // lane 0: arrives for its warp
     int wg;               // consumer warpgroup, 0 or 1
-    float skipLog2;       // kSkip: log2(lambda); 0 where the sequence skips nothing (lambda >= 1)
+    float skipLog2;       // kSkip: log2(lambda); -inf where the sequence skips nothing (lambda >= 1)
     uint32_t sVt;         // FP8: the V^T stages
     uint64_t* vtBar;      // FP8: their barriers (kStages full, then kStages empty)
     uint32_t sDrops;      // kSkip: this warpgroup's drop bytes, [tile parity][warp]
@@ -562,14 +562,12 @@ struct ConsumerSm90 {
             OnlineSoftmax<2>::threadMax(sr, tileMax);
         else
             OnlineSoftmax<2>::tileMax(sr, tileMax);
-        if constexpr (kSkip) {
-            if (skipLog2 < 0.0F) {  // uniform in the CTA
-                bool mine = true;
+        if constexpr (kSkip) {  // (a skipLog2 of -inf drops only the tiles of warps without a real row)
+            bool mine = true;
 #pragma unroll
-                for (int r = 0; r < 2; ++r)
-                    mine = mine && (!live[r] || softmax.rowNegligible(r, tileMax[r], p.scaleLog2, skipLog2));
-                if (__all_sync(0xffffffffu, mine)) return true;
-            }
+            for (int r = 0; r < 2; ++r)
+                mine = mine && (!live[r] || softmax.rowNegligible(r, tileMax[r], p.scaleLog2, skipLog2));
+            if (__all_sync(0xffffffffu, mine)) return true;
         }
         if constexpr (Tile::kSlack8 > 0) {
             moved = softmax.template updateWarp<Tile::kSlack8, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
@@ -616,7 +614,6 @@ struct ConsumerSm90 {
     // kSkip: this warp's drop of tile i, for the other warps of its warpgroup (byte
     // (i & 1) * 4 + warp). Written before the warp's next turn barrier; read after it.
     __device__ void publishDrop(int i, bool dropped) const {
-        if (!(skipLog2 < 0.0F)) return;  // uniform in the CTA: nothing is dropped
         if (leadLane) {
             uint32_t const addr = sDrops + (i & 1) * 4 + (threadIdx.x / 32) % 4;
             asm volatile("st.shared.u8 [%0], %1;" ::"r"(addr), "r"(static_cast<uint32_t>(dropped)) : "memory");
@@ -626,7 +623,6 @@ struct ConsumerSm90 {
     // dropped tile i (the same in the warpgroup). The byte pair of parity i & 1 is written again
     // only in step i + 2, after every warp has passed the turn barrier of step i + 2.
     __device__ bool groupDropped(int i) const {
-        if (!(skipLog2 < 0.0F)) return false;
         if constexpr (!Tile::kPingPong)  // no turn barrier to meet at: a barrier of its own
             cutlass::arch::NamedBarrier::sync(128, Tile::kBarrierSkip0 + wg);
         uint32_t drops;
@@ -634,16 +630,21 @@ struct ConsumerSm90 {
         return drops == 0x01010101u;
     }
 
-    // After tile i's softmax and the P.V that read pa: P of tile i into pa (zero for a warp
-    // that dropped the tile, which also leaves o alone) and the warp's drop published.
+    // P = 0 for this warp's rows: it dropped the tile whose P.V its warpgroup still issues.
+    // Done just before that P.V (not when the warp drops the tile), where pa is live on the
+    // other path: zeroing it at the drop was hoisted into every step (16 CS2R a step).
+    __device__ static void zeroP(uint32_t (&pa)[kPSteps][4]) {
+#pragma unroll
+        for (int kk = 0; kk < kPSteps; ++kk)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) pa[kk][r] = 0;
+    }
+
+    // After tile i's softmax and the P.V that read pa: P of tile i into pa (a warp that dropped
+    // the tile leaves pa and o alone: zeroP before a P.V) and the warp's drop published.
     __device__ void finishTile(int i, float const (&s)[kBlockN / 2], float const (&rescale)[2], bool moved,
                                bool dropped, uint32_t (&pa)[kPSteps][4], float (&o)[kHeadDim / 2]) const {
-        if (kSkip && dropped) {
-#pragma unroll
-            for (int kk = 0; kk < kPSteps; ++kk)
-#pragma unroll
-                for (int r = 0; r < 4; ++r) pa[kk][r] = 0;
-        } else {
+        if (!(kSkip && dropped)) {
             if (moved) {  // warp-uniform (always, with the exact max); rare once a row's first tiles are seen
 #pragma unroll
                 for (int nt = 0; nt < kHeadDim / 8; ++nt) {
@@ -699,6 +700,12 @@ struct ConsumerSm90 {
                 body<kMasked, false>(i, nLast, rm, live, pa, o, softmax, dropped);
                 return true;
             }
+            if (dropped) {  // this warp dropped tile i-1, another warp of the group did not
+                zeroP(pa);
+                // Keeps the zeroing behind its branch: without it ptxas turns the 32 moves into 32
+                // selects that every step issues.
+                asm volatile("" ::: "memory");
+            }
         }
         body<kMasked, true>(i, nLast, rm, live, pa, o, softmax, dropped);
         return false;
@@ -725,7 +732,7 @@ struct ConsumerSm90 {
         {
             float s[kBlockN / 2];
             float rescale[2];
-            bool moved;  // O is still zero: nothing to rescale
+            bool moved;  // (O is still zero: nothing to rescale)
             waitFull(kK, 0);
             if constexpr (Tile::kPingPong)
                 if (wg == 1) cutlass::arch::NamedBarrier::arrive(Tile::kNConsumerThreads, Tile::kBarrierTurn0);
@@ -738,18 +745,8 @@ struct ConsumerSm90 {
             // O is still zero. Dropped only where the warp holds no real row: a real row's
             // first tile holds its maximum.
             dropped = softmaxStep<true>(s, nLast, rm, live, softmax, rescale, moved);
-            if (dropped) {
-#pragma unroll
-                for (int kk = 0; kk < kPSteps; ++kk)
-#pragma unroll
-                    for (int r = 0; r < 4; ++r) pa[kk][r] = 0;
-            } else {
-                packP(s, pa);
-            }
-            if constexpr (kSkip) {
-                publishDrop(0, dropped);
-                nDropped += dropped;
-            }
+            finishTile(0, s, rescale, /*moved=*/false, dropped, pa, o);  // a dropping warp's pa: zeroP before a P.V
+            if constexpr (kSkip) nDropped += dropped;
         }
         // Masked tiles (the causal diagonal, the ragged end) come first in the visit order,
         // then the unmasked run without mask code, then the masked window edge.
@@ -773,6 +770,10 @@ struct ConsumerSm90 {
         waitFull(kV, nTiles - 1);
         turnBegin();
         bool const skipLast = kSkip && groupDropped(nTiles - 1);
+        if (kSkip && !skipLast && dropped) {
+            zeroP(pa);
+            asm volatile("" ::: "memory");
+        }
         if (!skipLast) issuePVStage(pa, nTiles - 1, o);
         turnEnd(true);
         cute::warpgroup_wait<0>();
