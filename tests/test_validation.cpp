@@ -1181,4 +1181,43 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
     fmha::detail::setTileShape(previous);
 }
 
+// The persistent kernel's work items (host and device share PersistentTiles): over sections of
+// every size, with and without the causal pairs and pack GQA, the items' tiles are every
+// (row tile, unit, sequence) exactly once, and a pair's two tiles see rowTiles + 1 key tiles
+// of a square causal problem between them.
+TEST(PersistentTiles, ItemsCoverEveryTileOnce) {
+    for (bool causal : {false, true})
+        for (int maxLen : {1, 127, 128, 129, 512, 640, 1000})
+            for (int packLog2 : {0, 2})
+                for (int sectionUnits : {1, 3, 7, 64, 1000}) {
+                    fmha::FmhaParams p;
+                    p.causal = causal;
+                    p.maxSeqLenQ = maxLen;
+                    p.packLog2 = packLog2;
+                    p.numQHeads = 8;
+                    p.batch = 3;
+                    p.persistUnits = sectionUnits;
+                    fmha::PersistentTiles const tiles(p, 128);
+                    int const rowTiles = ((maxLen << packLog2) + 127) / 128, units = 8 >> packLog2;
+                    SCOPED_TRACE(testing::Message() << "causal " << causal << " maxLen " << maxLen << " pack "
+                                                    << packLog2 << " section " << sectionUnits);
+                    ASSERT_EQ(tiles.rowTiles, rowTiles);
+                    std::vector<int> seen(static_cast<size_t>(rowTiles * units * 3), 0);
+                    for (int w = 0; w < tiles.items; ++w) {
+                        int keyTiles = 0, count = 0;
+                        for (int half = 0; half < 2; ++half) {
+                            int m = -1, u = -1, b = -1;
+                            if (!tiles.decode(w, half, &m, &u, &b)) continue;
+                            ASSERT_TRUE(m >= 0 && m < rowTiles && u >= 0 && u < units && b >= 0 && b < 3);
+                            ++seen[static_cast<size_t>((b * units + u) * rowTiles + m)];
+                            keyTiles += m + 1;
+                            ++count;
+                        }
+                        ASSERT_GE(count, 1);
+                        if (causal && count == 2) EXPECT_EQ(keyTiles, rowTiles + 1);
+                    }
+                    for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], 1) << "tile " << i;
+                }
+}
+
 }  // namespace

@@ -18,6 +18,7 @@
 #include "kernels/common/softmax.cuh"
 #include "kernels/common/epilogue.cuh"
 #include "kernels/common/split_kv.cuh"
+#include "kernels/common/work_items.h"
 #include "kernels/sm90/mainloop_sm90.cuh"
 #include "kernels/sm90/tile_sm90.h"
 #include "params.h"
@@ -51,34 +52,6 @@ __device__ inline void storeWarpRows(FmhaParams const& p, SeqInfo const& seq, in
         }
     }
 }
-
-// The tiles of a persistent launch: (row tile, unit, sequence), a unit being one head (or
-// pack-GQA head group) of one sequence. Sections of p.persistUnits consecutive units (head
-// fastest) follow each other; inside a section the tiles go highest row tile first, across
-// the section's units: the longest causal tiles first, and the section's K/V reread from L2.
-struct PersistentTiles {
-    int32_t total;  // below 2^31 (heuristics.cpp: tileShapeFor)
-    int32_t rowTiles, units, unitsAll, sectionUnits;
-
-    __device__ PersistentTiles(FmhaParams const& p, int blockM) {
-        int64_t const rows = static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2;
-        rowTiles = static_cast<int32_t>((rows + blockM - 1) / blockM);
-        units = p.numQHeads >> p.packLog2;
-        unitsAll = units * p.batch;
-        sectionUnits = max(1, min(p.persistUnits, unitsAll));
-        total = unitsAll * rowTiles;
-    }
-    __device__ void decode(int w, int* mBlock, int* unit, int* b) const {
-        unsigned const perSection = static_cast<unsigned>(sectionUnits) * rowTiles;
-        unsigned const section = static_cast<unsigned>(w) / perSection, r = static_cast<unsigned>(w) - section * perSection;
-        unsigned const first = section * sectionUnits;
-        unsigned const here = min(static_cast<unsigned>(sectionUnits), unitsAll - first);
-        unsigned const step = r / here, u = first + (r - step * here);
-        *mBlock = rowTiles - 1 - static_cast<int>(step);
-        *unit = static_cast<int>(u % units);
-        *b = static_cast<int>(u / units);
-    }
-};
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, TileOf<kElem, kHeadDim, kShape>::kMinBlocks)
@@ -195,15 +168,17 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
 }
 
 // Persistent variant (TileShape::kPersistent, contiguous KV, no split-KV, skip-softmax or
-// bidirectional mask): a grid of at most one CTA an SM, CTA c taking tiles c, c + gridDim.x,
-// ... of the launch's order (persistentTile). The producer and the consumers walk the same
+// bidirectional mask): a grid of at most one CTA an SM, CTA c taking items c, c + gridDim.x,
+// ... of `tiles` (sized by the launch, and read from the kernel's parameters: the producer's
+// 40 registers do not hold them). The producer and the consumers walk the same row
 // tiles, the K/V pipeline's stages and phases counting on across them; the producer loads a
 // tile's Q once the consumers have done the previous tile's last Q.K^T (pipe.qEmpty), and its
 // first K/V as stages free, so that they land while the consumers finish the previous tile's
 // P.V and epilogue. The output is staged in shared memory of its own, each warp its 16 rows.
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
-    fwdKernelSm90Persistent(FmhaParams const p, __grid_constant__ TmaDescs const tma) {
+    fwdKernelSm90Persistent(FmhaParams const p, __grid_constant__ TmaDescs const tma,
+                            __grid_constant__ PersistentTiles const tiles) {
     using Elem = typename ElemOf<kElem>::type;
     using Tile = TileOf<kElem, kHeadDim, kShape>;
     using ET = ElemTraits<Elem>;
@@ -234,36 +209,42 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     }
     __syncthreads();
 
-    PersistentTiles const tiles(p, kBlockM);
     PackedRows const packed(p);
-    // Both roles decode tile w alike: its sequence, first query head, first row and rows.
+    // Both roles decode the tiles of item w alike: sequence, first query head, first row.
     struct TileAt {
         int b, hq, m0;
     };
-    auto at = [&](int w) {
-        int mBlock, unit, b;
-        tiles.decode(w, &mBlock, &unit, &b);
-        return TileAt{b, unit << p.packLog2, mBlock * kBlockM};
+    auto at = [&](int w, int half, TileAt* x) {
+        int mBlock, unit;
+        if (!tiles.decode(w, half, &mBlock, &unit, &x->b)) return false;
+        x->hq = unit << p.packLog2;
+        x->m0 = mBlock * kBlockM;
+        return true;
     };
     // Packed Q: the zeros of the rows no tile computes, from the CTAs of the units' first row
     // tiles, before the roles part (the call would not fit the producer's few registers).
     if (p.cuQ != nullptr) {
-        for (int w = blockIdx.x; w < tiles.total; w += gridDim.x) {
-            TileAt const x = at(w);
-            if (x.m0 == 0) zeroUncomputedRows(p, SeqInfo(p, x.b), x.b, x.hq, 1 << p.packLog2);
-        }
+        for (int w = blockIdx.x; w < tiles.items; w += gridDim.x)
+            for (int half = 0; half < 2; ++half) {
+                TileAt x;
+                if (at(w, half, &x) && x.m0 == 0) zeroUncomputedRows(p, SeqInfo(p, x.b), x.b, x.hq, 1 << p.packLog2);
+            }
     }
 
     if (warp < 4) {
         cutlass::arch::warpgroup_reg_dealloc<Tile::kProducerRegs>();
         int it = 0, qIter = 0;
-        for (int w = blockIdx.x; w < tiles.total; w += gridDim.x) {
-            TileAt const x = at(w);
+        // Slot j: tile j % 2 of item blockIdx.x + (j / 2) gridDim.x (one counter: the producer's
+        // 40 registers spill with two).
+#pragma unroll 1
+        for (int j = 0; blockIdx.x + (j >> 1) * gridDim.x < static_cast<unsigned>(tiles.items); ++j) {
+            TileAt x;
+            if (!at(blockIdx.x + (j >> 1) * gridDim.x, j & 1, &x)) continue;
             SeqInfo const seq(p, x.b);
             int const rows = packed.count(seq.rows);
             if (x.m0 >= rows) continue;
-            int const q0 = packed.query(x.m0), q1 = packed.query(min(x.m0 + kBlockM, rows) - 1) + 1;
-            MaskPolicy<Tile::kBlockN> const mask(p, seq, x.b, q0, q1, 1, 0);
+            int const m1 = min(x.m0 + kBlockM, rows);
+            MaskPolicy<Tile::kBlockN> const mask(p, seq, x.b, packed.query(x.m0), packed.query(m1 - 1) + 1, 1, 0);
             if (mask.empty()) continue;
             Barrier::wait(&pipe.qEmpty, (qIter & 1) ^ 1);  // the previous tile's Q is read
             produceTiles<Elem, Tile, kKv>(p, tma, seq, mask, x.b, x.hq, x.hq / p.headGroup, x.m0, sQ, sK, sV, pipe, tid,
@@ -277,41 +258,45 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
 
     int const cwarp = warp - 4, cwg = __shfl_sync(0xffffffffu, cwarp / 4, 0), g = lane / 4, t = lane % 4;
     uint32_t const sQAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sQ)) + cwg * 64 * Tile::kSwizzleBytes;
+    uint32_t const sKAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sK));
+    uint32_t const sVAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sV));
+    uint32_t const sVtAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sVt));
     Out* sStage = sO + cwarp * 16 * Tile::kStrideO;
     int it = 0, qIter = 0;
 #pragma unroll 1
-    for (int w = blockIdx.x; w < tiles.total; w += gridDim.x) {
-        TileAt const x = at(w);
-        SeqInfo const seq(p, x.b);
-        int const rows = packed.count(seq.rows);
-        if (x.m0 >= rows) continue;
-        int const m1 = min(x.m0 + kBlockM, rows);
-        int const q0 = packed.query(x.m0), q1 = packed.query(m1 - 1) + 1;
-        MaskPolicy<Tile::kBlockN> const mask(p, seq, x.b, q0, q1, 1, 0);
-        int const warpRow0 = x.m0 + cwarp * 16;
-        int const warpRows = max(0, min(16, m1 - warpRow0));
-        float o[kHeadDim / 2];
+    for (int w = blockIdx.x; w < tiles.items; w += gridDim.x) {
+#pragma unroll 1
+        for (int half = 0; half < 2; ++half) {
+            TileAt x;
+            if (!at(w, half, &x)) continue;
+            SeqInfo const seq(p, x.b);
+            int const rows = packed.count(seq.rows);
+            if (x.m0 >= rows) continue;
+            int const m1 = min(x.m0 + kBlockM, rows);
+            MaskPolicy<Tile::kBlockN> const mask(p, seq, x.b, packed.query(x.m0), packed.query(m1 - 1) + 1, 1, 0);
+            int const warpRow0 = x.m0 + cwarp * 16;
+            int const warpRows = max(0, min(16, m1 - warpRow0));
+            float o[kHeadDim / 2];
 #pragma unroll
-        for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0F;
-        OnlineSoftmax<2> softmax;
-        softmax.init();
-        if (!mask.empty()) {
-            ConsumerSm90<ET, Tile> const consumer{p, seq, mask, pipe, sQAddr, static_cast<uint32_t>(__cvta_generic_to_shared(sK)),
-                                                  static_cast<uint32_t>(__cvta_generic_to_shared(sV)), warpRow0 + g, t,
-                                                  lane == 0, cwg, 0.0F,
-                                                  static_cast<uint32_t>(__cvta_generic_to_shared(sVt)), vtBar, 0U, it,
-                                                  static_cast<uint32_t>(qIter & 1)};
-            consumer.run(o, softmax);
-            it += mask.nBlockMax - mask.nBlockMin;
-            ++qIter;
+            for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0F;
+            OnlineSoftmax<2> softmax;
+            softmax.init();
+            if (!mask.empty()) {
+                ConsumerSm90<ET, Tile> const consumer{p, seq, mask, pipe, sQAddr, sKAddr, sVAddr, warpRow0 + g, t,
+                                                      lane == 0, cwg, -INFINITY, sVtAddr, vtBar, 0U, it,
+                                                      static_cast<uint32_t>(qIter & 1)};
+                consumer.run(o, softmax);
+                it += mask.nBlockMax - mask.nBlockMin;
+                ++qIter;
+            }
+            float invSum[2], lse[2], scaleOut[2];
+            softmax.template finalize<Tile::kPLog2>(p.scale, invSum, lse);
+#pragma unroll
+            for (int r = 0; r < 2; ++r) scaleOut[r] = invSum[r] * p.outScale;
+            auto const& o3 = *reinterpret_cast<float const(*)[1][kHeadDim / 8][4]>(&o);
+            __syncwarp();  // the warp's copies of its previous tile out of sStage are done
+            storeWarpRows<ET, Tile>(p, seq, x.b, x.hq, warpRow0, warpRows, o3, scaleOut, lse, sStage, lane);
         }
-        float invSum[2], lse[2], scaleOut[2];
-        softmax.template finalize<Tile::kPLog2>(p.scale, invSum, lse);
-#pragma unroll
-        for (int r = 0; r < 2; ++r) scaleOut[r] = invSum[r] * p.outScale;
-        auto const& o3 = *reinterpret_cast<float const(*)[1][kHeadDim / 8][4]>(&o);
-        __syncwarp();  // the warp's copies of its previous tile out of sStage are done
-        storeWarpRows<ET, Tile>(p, seq, x.b, x.hq, warpRow0, warpRows, o3, scaleOut, lse, sStage, lane);
     }
 }
 

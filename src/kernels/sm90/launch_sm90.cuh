@@ -26,36 +26,35 @@ cudaError_t launchPersistent(void const* kernel, FmhaParams p, TmaDescs& tma, cu
     if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     if (err == cudaSuccess) err = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
     if (err != cudaSuccess) return err;
-    int64_t const rows = static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2;
     int64_t const units = static_cast<int64_t>(p.numQHeads >> p.packLog2) * p.batch;
-    int64_t const total = (rows + Tile::kBlockM - 1) / Tile::kBlockM * units;
     int64_t const sharing = std::max(1, p.headGroup >> p.packLog2);  // units reading one KV head's K/V
-    int64_t const unitBytes = std::max<int64_t>(1, 2 * static_cast<int64_t>(p.maxKvLen) * p.headDim * (Tile::kFp8 ? 1 : 2) / sharing);
+    // The longest sequence's keys (the ViT mode's maxKvLen is the packed total of all sequences').
+    int64_t const keys = p.kvRowsFromCu ? p.maxSeqLenQ : p.maxKvLen;
+    int64_t const unitBytes = std::max<int64_t>(1, 2 * keys * p.headDim * (Tile::kFp8 ? 1 : 2) / sharing);
     p.persistUnits = static_cast<int32_t>(std::clamp<int64_t>(l2 / 2 / unitBytes, 1, std::max<int64_t>(units, 1)));
-    dim3 const grid(static_cast<unsigned>(std::clamp<int64_t>(total, 1, std::max(sms, 1))));
-    void* args[] = {&p, &tma};
+    PersistentTiles tiles(p, Tile::kBlockM);
+    dim3 const grid(static_cast<unsigned>(std::clamp(tiles.items, 1, std::max(sms, 1))));
+    void* args[] = {&p, &tma, &tiles};
     return cudaLaunchKernel(kernel, grid, dim3(Tile::kNThreads), args, Tile::kSmemBytes, stream);
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::launch(FmhaParams const& p, cudaStream_t stream) {
     using Tile = TileOf<kElem, kHeadDim, kShape>;
-    if constexpr (Tile::kPersistent) {
-        TmaDescs tma;
-        makeTmaDescs(p, Tile::kBlockM, Tile::kBlockN, Tile::kSwizzleBytes, &tma);
-        return launchPersistent<Tile>(reinterpret_cast<void const*>(kernelOf<kElem, kHeadDim, kKv, kSkip, kShape>()), p,
-                                      tma, stream);
-    }
-    // (Row tiles x split-KV parts) x (query heads, or KV heads when GQA is packed) x sequences.
-    int64_t const rows = static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2;
-    dim3 const grid(static_cast<unsigned>((rows + Tile::kBlockM - 1) / Tile::kBlockM * p.numSplits),
-                    static_cast<unsigned>(p.numQHeads >> p.packLog2), static_cast<unsigned>(p.batch));
     TmaDescs tma;
     makeTmaDescs(p, Tile::kBlockM, Tile::kBlockN, Tile::kSwizzleBytes, &tma);
-    // This launch's error alone (see KernelSm80::launch).
-    void* args[] = {const_cast<FmhaParams*>(&p), &tma};
-    return cudaLaunchKernel(reinterpret_cast<void const*>(&fwdKernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>), grid,
-                            dim3(Tile::kNThreads), args, Tile::kSmemBytes, stream);
+    void const* kernel = reinterpret_cast<void const*>(kernelOf<kElem, kHeadDim, kKv, kSkip, kShape>());
+    if constexpr (Tile::kPersistent) {
+        return launchPersistent<Tile>(kernel, p, tma, stream);
+    } else {
+        // (Row tiles x split-KV parts) x (query heads, or KV heads when GQA is packed) x sequences.
+        int64_t const rows = static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2;
+        dim3 const grid(static_cast<unsigned>((rows + Tile::kBlockM - 1) / Tile::kBlockM * p.numSplits),
+                        static_cast<unsigned>(p.numQHeads >> p.packLog2), static_cast<unsigned>(p.batch));
+        // This launch's error alone (see KernelSm80::launch).
+        void* args[] = {const_cast<FmhaParams*>(&p), &tma};
+        return cudaLaunchKernel(kernel, grid, dim3(Tile::kNThreads), args, Tile::kSmemBytes, stream);
+    }
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
@@ -65,7 +64,7 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::prepare() {
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes);
     if (err != cudaSuccess || Tile::kMinBlocks == 1) return err;
     // Two CTAs an SM need the whole carveout as shared memory.
-    return cudaFuncSetAttribute(fwdKernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>,
+    return cudaFuncSetAttribute(kernelOf<kElem, kHeadDim, kKv, kSkip, kShape>(),
                                 cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
 }
 

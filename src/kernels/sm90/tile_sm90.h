@@ -57,9 +57,16 @@ struct TileSm90 {
     // a thread and takes the larger share.
     // FP8: the producer also transposes V (128 * 56 + 256 * 224 = 64512), and P takes half
     // the registers of 16-bit P (O + S + P: 168 at D=256).
-    // One consumer warpgroup, two CTAs an SM: 2 * (128 * 32 + 128 * 224) = 65536.
-    static constexpr int kProducerRegs = kNConsumerWarpGroups == 1 ? 32 : kFp8 ? 56 : kHeadDim == 256 ? 24 : 40;
-    static constexpr int kConsumerRegs = kNConsumerWarpGroups == 1 ? 224 : kFp8 ? 224 : kHeadDim == 256 ? 240 : 232;
+    // One consumer warpgroup, two CTAs an SM: 2 * (128 * 32 + 128 * 224) = 65536. Persistent
+    // (16-bit): the producer walks its tiles in a loop that spills at 40 (128 * 48 + 256 * 224).
+    static constexpr int kProducerRegs = kNConsumerWarpGroups == 1 ? 32
+                                         : kFp8                      ? 56
+                                         : kHeadDim == 256           ? 24
+                                         : kPersistent               ? 48
+                                                                     : 40;
+    static constexpr int kConsumerRegs = kNConsumerWarpGroups == 1 || kFp8 || kPersistent ? 224
+                                         : kHeadDim == 256                                ? 240
+                                                                                          : 232;
     // Ping-pong scheduling of the two consumer warpgroups (named barriers 2 and 3; 0 is
     // __syncthreads, 1 the consumers' meeting before the epilogue, 4 and 5 skip-softmax's votes).
 #ifndef FMHA_SM90_PINGPONG
