@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "kernels/sm90/fwd_kernel_sm90.cuh"
 #include "kernels/sm90/launch_sm90.h"
@@ -32,6 +33,12 @@ cudaError_t launchPersistent(void const* kernel, FmhaParams p, TmaDescs& tma, cu
     int64_t const keys = p.kvRowsFromCu ? p.maxSeqLenQ : p.maxKvLen;
     int64_t const unitBytes = std::max<int64_t>(1, 2 * keys * p.headDim * (Tile::kFp8 ? 1 : 2) / sharing);
     p.persistUnits = static_cast<int32_t>(std::clamp<int64_t>(l2 / 2 / unitBytes, 1, std::max<int64_t>(units, 1)));
+    // FMHA_PERSIST_UNITS=N (measurement): sections of N units instead.
+    static int const forcedUnits = [] {
+        char const* env = std::getenv("FMHA_PERSIST_UNITS");
+        return env != nullptr ? std::atoi(env) : 0;
+    }();
+    if (forcedUnits > 0) p.persistUnits = forcedUnits;
     PersistentTiles tiles(p, Tile::kBlockM);
     dim3 const grid(static_cast<unsigned>(std::clamp(tiles.items, 1, std::max(sms, 1))));
     void* args[] = {&p, &tma, &tiles};
