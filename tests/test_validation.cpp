@@ -1159,8 +1159,8 @@ TEST(PackGqaChoice, ShortChunksOfPowerOfTwoGroupsPack) {
     EXPECT_EQ(fmha::detail::setPackGqa(previous), 0);
 }
 
-// Which Hopper tile shape the runner asks for at head dim 64 (host-side; no GPU involved): the
-// ViT mode's key count is its longest sequence's, not the packed total of all sequences.
+// Which Hopper tile shape the runner asks for (host-side; no GPU involved): the ViT mode's key
+// count is its longest sequence's, not the packed total of all sequences.
 TEST(TileShapeChoice, LongestSequenceDecides) {
     int const previous = fmha::detail::setTileShape(-1);
     fmha::FmhaRunner const runner(32, 32, 64, 32, 0, 0);
@@ -1172,12 +1172,33 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
         a.totalSeqLen = batch * maxLen;
         return fmha::detail::tileShapeFor(fmha::detail::paramsFor(runner, a));
     };
-    EXPECT_EQ(vit(fmha::DataType::kFP8, 32, 512), fmha::TileShape::kDefault);  // 16k keys in all, 512 a sequence
+    // 16k keys in all, 512 a sequence: not the 256-key tiles; persistent (at most 2048 keys).
+    EXPECT_EQ(vit(fmha::DataType::kFP8, 32, 512), fmha::TileShape::kPersistent);
     EXPECT_EQ(vit(fmha::DataType::kFP8, 4, 4096), fmha::TileShape::kWideKeys);
     EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kOneWarpGroup);
     EXPECT_EQ(vit(fmha::DataType::kHALF, 4, 4096), fmha::TileShape::kDefault);
     fmha::detail::setTileShape(static_cast<int>(fmha::TileShape::kDefault));  // forced
     EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kDefault);
+    fmha::detail::setTileShape(-1);
+
+    // Head dims 65-128 (the D=128 kernel): persistent where causal or at most 2048 keys.
+    for (int d : {80, 128}) {
+        fmha::FmhaRunner const vit128(16, 16, d, 32, 0, 0);
+        fmha::VitArgs v;
+        v.batchSize = 32;
+        v.maxSeqLen = 512;
+        v.totalSeqLen = 32 * 512;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(vit128, v)), fmha::TileShape::kPersistent);
+        v.batchSize = 4;
+        v.maxSeqLen = 4096;
+        v.totalSeqLen = 4 * 4096;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(vit128, v)), fmha::TileShape::kDefault);
+        fmha::FmhaRunner const llm(16, 16, d, 4, 4096, 4096);  // causal prefill over 4k keys
+        fmha::LlmArgs l;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm, l)), fmha::TileShape::kPersistent);
+    }
+    fmha::FmhaRunner const llm256(8, 8, 256, 4, 4096, 4096);  // no persistent kernel at D=256
+    EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm256, fmha::LlmArgs{})), fmha::TileShape::kDefault);
     fmha::detail::setTileShape(previous);
 }
 
