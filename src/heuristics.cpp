@@ -38,6 +38,7 @@ int tileShapeSetting() {
         if (env != nullptr && std::strcmp(env, "default") == 0) v = static_cast<int>(TileShape::kDefault);
         if (env != nullptr && std::strcmp(env, "wide-keys") == 0) v = static_cast<int>(TileShape::kWideKeys);
         if (env != nullptr && std::strcmp(env, "one-warpgroup") == 0) v = static_cast<int>(TileShape::kOneWarpGroup);
+        if (env != nullptr && std::strcmp(env, "persistent") == 0) v = static_cast<int>(TileShape::kPersistent);
         gTileShape.store(v, std::memory_order_relaxed);
     }
     return v;
@@ -58,17 +59,26 @@ int setTileShape(int shape) {
 // 2026-12-01_f8e325d_tile-shapes_ab.txt), so up to 1024 queries a sequence over contiguous KV.
 // FP8 D=64 with 256-key tiles: +4% on non-causal 4k and -1% on ViT S=512, while a causal tile
 // set of S=512 does a fifth more key work than with 128 keys, so non-causal launches without a
-// window whose longest sequence has at least 2048 keys.
+// window whose longest sequence has at least 2048 keys. The persistent kernel (head dims up to
+// 128 over contiguous KV): causal +8-10% at S=512 and +2-6% at 4k, non-causal +1-6% up to 1024
+// keys and -1% to -3% at 4k (2026-12-01_ff19a35_persistent_ab.txt,
+// 2026-12-01_persistent-order_ab.txt), so causal launches and those of at most 2048 keys.
 TileShape tileShapeFor(FmhaParams const& p) {
     int const forced = tileShapeSetting();
+    // The persistent kernel has no bidirectional-mask union (a barrier of the whole CTA a tile)
+    // and counts its tiles (at most maxSeqLenQ / 128 + 1 a head and sequence) in 32 bits.
+    bool const persistentFits = p.bidirBegin == nullptr &&
+                                (static_cast<int64_t>(p.maxSeqLenQ) / 128 + 1) * p.numQHeads * p.batch < (int64_t{1} << 31);
+    if (forced == static_cast<int>(TileShape::kPersistent) && !persistentFits) return TileShape::kDefault;
     if (forced >= 0) return static_cast<TileShape>(forced);
-    if (p.headDim != 64) return TileShape::kDefault;
-    bool const fp8 = p.element == ElementKind::kFp8;
-    if (!fp8 && p.kvAddressing == KvAddressing::kStrided && p.maxSeqLenQ <= 1024) return TileShape::kOneWarpGroup;
+    bool const fp8 = p.element == ElementKind::kFp8, strided = p.kvAddressing == KvAddressing::kStrided;
     // The longest sequence's keys: the ViT mode's maxKvLen is the packed total of all sequences'.
     int64_t const longestKeys = p.kvRowsFromCu ? p.maxSeqLenQ : p.maxKvLen;
-    if (fp8 && !p.causal && p.window == INT32_MAX && p.bidirBegin == nullptr && longestKeys >= 2048)
+    if (p.headDim == 64 && !fp8 && strided && p.maxSeqLenQ <= 1024) return TileShape::kOneWarpGroup;
+    if (p.headDim == 64 && fp8 && !p.causal && p.window == INT32_MAX && p.bidirBegin == nullptr && longestKeys >= 2048)
         return TileShape::kWideKeys;
+    if (p.headDim <= 128 && strided && persistentFits && p.skipFactor == 0.0F && (p.causal || longestKeys <= 2048))
+        return TileShape::kPersistent;
     return TileShape::kDefault;
 }
 

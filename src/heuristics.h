@@ -20,8 +20,9 @@ unsigned long long* setSkipStats(unsigned long long* counters);
 
 // The Hopper tile shape for p (filled params; the shapes built: dispatch.h): the default, or
 // one that measured faster on problems like p. FMHA_TILE_SHAPE=default / wide-keys /
-// one-warpgroup in the environment forces one where it is built (measurement); tests set it
-// here (-1: automatic); returns the previous setting.
+// one-warpgroup / persistent in the environment forces one where it is built (measurement;
+// persistent not under a bidirectional mask); tests set it here (-1: automatic); returns the
+// previous setting.
 TileShape tileShapeFor(FmhaParams const& p);
 int setTileShape(int shape);
 

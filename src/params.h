@@ -20,6 +20,7 @@ enum class TileShape : int32_t {
     kDefault = 0,
     kWideKeys = 1,      // FP8: 256-key tiles at D=64 (192 at D=128)
     kOneWarpGroup = 2,  // 16-bit D=64: one consumer warpgroup of 64 rows, two CTAs an SM
+    kPersistent = 3,    // D=64/128, contiguous KV: the default tiles, one CTA an SM walking several
 };
 
 struct FmhaParams {
@@ -103,6 +104,11 @@ struct FmhaParams {
     unsigned long long* skipStats = nullptr;
     // FP8 input: O is written as BF16 instead of FP16 (FP8 instances only read it).
     bool outBf16 = false;
+    // Hopper persistent kernels (TileShape::kPersistent): the units (one head, or pack-GQA head
+    // group, of one sequence) whose row tiles a section holds; a section's tiles are walked
+    // highest query tile first across its units, so that the longest (causal) tiles go first
+    // and the section's K/V stays in L2. Set by the launch.
+    int32_t persistUnits = 1;
 };
 
 }  // namespace fmha

@@ -330,6 +330,7 @@ bool launch(detail::KernelOps const& ops, FmhaParams const& p, cudaStream_t stre
         record->blockM = ops.blockM;
         record->blockN = ops.blockN;
         record->splits = p.numSplits;
+        record->persistent = ops.shape == TileShape::kPersistent;
     }
     return true;
 }
@@ -614,7 +615,8 @@ bool preflightMode(FmhaRunner const& r, detail::SplitWorkspace& ws, typename M::
     // Every tile shape a run may pick is prepared here, outside any capture.
     return checkVariant(c, false) && checkVariantOf<M>(r) && selectKernel(c, &ops, a.stream, true) &&
            selectKernel(c, &shaped, a.stream, true, TileShape::kWideKeys) &&
-           selectKernel(c, &shaped, a.stream, true, TileShape::kOneWarpGroup) && preflightSplits(r, c, ops, ws);
+           selectKernel(c, &shaped, a.stream, true, TileShape::kOneWarpGroup) &&
+           selectKernel(c, &shaped, a.stream, true, TileShape::kPersistent) && preflightSplits(r, c, ops, ws);
 }
 
 }  // namespace

@@ -130,6 +130,13 @@ ProblemSpec randomSpec(Rng& r, FuzzFilter const& f) {
     if ((s.mode == Mode::kLlm || s.mode == Mode::kPaged) && s.dtype == DataType::kBF16 && s.causal && !windowed &&
         !s.bidirectional && skipDraw % 10 < 3)
         s.skip = std::array<float, 3>{1e-3F, 0.01F, 0.1F}[skipDraw / 10 % 3];
+    // One case in three forces the Hopper persistent kernel, one in six another tile shape
+    // (where not built for the case, the default tiles run), also from the seed.
+    uint64_t const shapeDraw = splitmix(s.seed ^ 0x5AA9EULL);
+    constexpr std::array<TileShape, 3> kOthers{TileShape::kDefault, TileShape::kWideKeys, TileShape::kOneWarpGroup};
+    s.tileShape = shapeDraw % 6 < 2   ? static_cast<int32_t>(TileShape::kPersistent)
+                  : shapeDraw % 6 == 2 ? static_cast<int32_t>(kOthers[shapeDraw / 6 % 3])
+                                       : -1;
     // One FP8 case in three asks for BF16 output (also from the seed).
     s.bf16Out = s.dtype == DataType::kFP8 && splitmix(s.seed ^ 0xBF16ULL) % 3 == 0;
     // Split-KV, drawn from the seed the same way: a paged case forces a part count one time in

@@ -12,3 +12,4 @@
 #include "reference/numeric.h"  // num:: FP16 / BF16 / E4M3 conversions
 #include "support_table.h"      // support::kHeadDims
 #include "kernels/sm90/tile_sm90.h"  // the Hopper family's FP8 P scale (TileSm90::kPScale)
+#include "kernels/common/work_items.h"  // PersistentTiles (the persistent kernel's work items)

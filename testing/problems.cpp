@@ -118,6 +118,7 @@ std::string HostProblem::describe() const {
     if (spec.bf16Out) os << " bf16-out";
     if (spec.skip > 0) os << " skip=" << spec.skip;
     if (spec.splits != 0) os << " splits=" << spec.splits;
+    if (spec.tileShape >= 0) os << " shape=" << spec.tileShape;
     if (spec.graph != 0) os << (spec.graph == 1 ? " [graph]" : " [graph, no preflight]");
     if (spec.cApi) os << " [C API]";
     return os.str();
@@ -516,6 +517,14 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
         cudaStreamDestroy(stream);
         return false;
     }
+    // The forced tile shape for this run, the setting restored on every way out.
+    struct ShapeSetting {
+        int previous;
+        explicit ShapeSetting(int shape) : previous(shape >= 0 ? detail::setTileShape(shape) : -3) {}
+        ~ShapeSetting() {
+            if (previous != -3) detail::setTileShape(previous);
+        }
+    } const shapeSetting(p.spec.tileShape);
     bool const bidir = !p.bidirBegin.empty();
     LaunchRecord record;
     // The mode's arguments over the device buffers, on this stream, handed to fn.
@@ -572,6 +581,7 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
     out->splits = p.spec.cApi ? 0 : record.splits;
     out->blockM = p.spec.cApi ? 0 : record.blockM;
     out->blockN = p.spec.cApi ? 0 : record.blockN;
+    out->persistent = !p.spec.cApi && record.persistent;
     if (cudaStreamSynchronize(stream) != cudaSuccess) {
         cudaStreamDestroy(stream);
         return cudaFail("kernel execution");

@@ -35,6 +35,7 @@ struct ProblemSpec {
     float valueRange = 1.0F;      // inputs uniform in [-valueRange, valueRange] (before quantisation)
     bool cApi = false;            // run through the C API's *_args functions instead of the C++ runner
     int32_t splits = 0;           // FmhaRunner::setSplitKv: 0 automatic, 1 never, 2..64 forced parts
+    int32_t tileShape = -1;       // a Hopper TileShape forced for the run (detail::setTileShape), -1: the setting as it is
     // 0: a direct run; 1: preflight, then the run captured into a CUDA graph and the graph
     // replayed; 2: the same without preflight (C++ runner either way).
     int graph = 0;
@@ -77,6 +78,7 @@ struct GpuResult {
     int packedHeads = 1;  // query heads it packed into one tile (pack GQA); 0 through the C API (no record)
     int splits = 1;       // split-KV parts it launched; 0 through the C API
     int blockM = 0, blockN = 0;  // its tile (query rows, keys); 0 through the C API
+    bool persistent = false;     // the persistent kernel ran (false through the C API)
 };
 
 // Runs the problem through the runner (poisoned output first). timingIters > 0 also times

@@ -184,9 +184,11 @@ INSTANTIATE_TEST_SUITE_P(Families, SkipSoftmax, ::testing::Values(false, true),
                              return std::string(info.param ? "portable" : "default");
                          });
 
-// The Hopper tile shapes built beside the default (TileShape), forced on D=64 problems of every
-// mode and mask they can run: one consumer warpgroup (16-bit, contiguous KV: 64-row tiles) and
-// 256-key tiles (FP8); the launch record shows the shape ran (unless a test budget of shared
+// The Hopper tile shapes built beside the default (TileShape), forced on problems of every
+// mode and mask they can run: one consumer warpgroup (16-bit D=64, contiguous KV: 64-row
+// tiles), 256-key tiles (FP8 D=64) and the persistent kernel (D=64 and 128, contiguous KV:
+// problems of more tiles than the H200 has SMs, so that CTAs walk several, ragged and empty
+// ones among them); the launch record shows the shape ran (unless a test budget of shared
 // memory, FMHA_SMEM_BUDGET, leaves it out: the default runs then).
 TEST(TileShapes, ForcedShapesMatchReference) {
     FMHA_REQUIRE_GPU();
@@ -194,6 +196,7 @@ TEST(TileShapes, ForcedShapesMatchReference) {
         Case c;
         TileShape shape;
         int blockM, blockN;  // the tile the shape runs where the Hopper family takes the case
+        bool persistent = false;
     };
     std::vector<ShapeCase> cases;
     for (DataType dt : {DataType::kHALF, DataType::kBF16}) {
@@ -219,6 +222,23 @@ TEST(TileShapes, ForcedShapesMatchReference) {
         c->spec.dtype = DataType::kFP8;
         cases.push_back({*c, TileShape::kWideKeys, 128, 256});
     }
+    for (DataType dt : {DataType::kHALF, DataType::kBF16, DataType::kFP8}) {
+        std::string const t = dt == DataType::kBF16 ? "bf16" : dt == DataType::kFP8 ? "fp8" : "fp16";
+        // 8 sequences x 16 heads x up to 5 row tiles: CTAs walk several, many of them past a short sequence.
+        Case vit = edge("persistent_vit_" + t, Mode::kVit, 64, {1, 65, 200, 0, 513, 129, 300, 64},
+                        {1, 65, 200, 0, 513, 129, 300, 64}, 16, 16);
+        // Pack GQA (8/2), causal over longer caches, a sequence without queries.
+        Case causal = edge("persistent_causal_" + t, Mode::kLlm, 128, {300, 300, 300, 300}, {700, 333, 300, 40}, 8, 2);
+        Case window = edge("persistent_window_" + t, Mode::kLlm, 128, {500, 500}, {900, 500}, 16, 8);
+        window.spec.window = 200;
+        Case noncausal = edge("persistent_noncausal_" + t, Mode::kLlm, 64, {200, 200, 200}, {2500, 900, 5}, 32, 8);
+        noncausal.spec.causal = false;
+        Case vit80 = edge("persistent_vit_d80_" + t, Mode::kVit, 80, {600, 400, 3}, {600, 400, 3}, 16, 16);
+        for (Case* c : {&vit, &causal, &window, &noncausal, &vit80}) {
+            c->spec.dtype = dt;
+            cases.push_back({*c, TileShape::kPersistent, 128, 128, true});
+        }
+    }
     for (ShapeCase const& sc : cases) {
         SCOPED_TRACE(sc.c.name);
         ScopedTileShape const shape(static_cast<int>(sc.shape));
@@ -229,6 +249,7 @@ TEST(TileShapes, ForcedShapesMatchReference) {
         if (gpu.family == "sm90" && !capped) {
             EXPECT_EQ(gpu.blockM, sc.blockM);
             EXPECT_EQ(gpu.blockN, sc.blockN);
+            EXPECT_EQ(gpu.persistent, sc.persistent);
         }
     }
 }

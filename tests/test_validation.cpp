@@ -1159,8 +1159,8 @@ TEST(PackGqaChoice, ShortChunksOfPowerOfTwoGroupsPack) {
     EXPECT_EQ(fmha::detail::setPackGqa(previous), 0);
 }
 
-// Which Hopper tile shape the runner asks for at head dim 64 (host-side; no GPU involved): the
-// ViT mode's key count is its longest sequence's, not the packed total of all sequences.
+// Which Hopper tile shape the runner asks for (host-side; no GPU involved): the ViT mode's key
+// count is its longest sequence's, not the packed total of all sequences.
 TEST(TileShapeChoice, LongestSequenceDecides) {
     int const previous = fmha::detail::setTileShape(-1);
     fmha::FmhaRunner const runner(32, 32, 64, 32, 0, 0);
@@ -1172,13 +1172,73 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
         a.totalSeqLen = batch * maxLen;
         return fmha::detail::tileShapeFor(fmha::detail::paramsFor(runner, a));
     };
-    EXPECT_EQ(vit(fmha::DataType::kFP8, 32, 512), fmha::TileShape::kDefault);  // 16k keys in all, 512 a sequence
+    // 16k keys in all, 512 a sequence: not the 256-key tiles; persistent (at most 2048 keys).
+    EXPECT_EQ(vit(fmha::DataType::kFP8, 32, 512), fmha::TileShape::kPersistent);
     EXPECT_EQ(vit(fmha::DataType::kFP8, 4, 4096), fmha::TileShape::kWideKeys);
     EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kOneWarpGroup);
     EXPECT_EQ(vit(fmha::DataType::kHALF, 4, 4096), fmha::TileShape::kDefault);
     fmha::detail::setTileShape(static_cast<int>(fmha::TileShape::kDefault));  // forced
     EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kDefault);
+    fmha::detail::setTileShape(-1);
+
+    // Head dims 65-128 (the D=128 kernel): persistent where causal or at most 2048 keys.
+    for (int d : {80, 128}) {
+        fmha::FmhaRunner const vit128(16, 16, d, 32, 0, 0);
+        fmha::VitArgs v;
+        v.batchSize = 32;
+        v.maxSeqLen = 512;
+        v.totalSeqLen = 32 * 512;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(vit128, v)), fmha::TileShape::kPersistent);
+        v.batchSize = 4;
+        v.maxSeqLen = 4096;
+        v.totalSeqLen = 4 * 4096;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(vit128, v)), fmha::TileShape::kDefault);
+        fmha::FmhaRunner const llm(16, 16, d, 4, 4096, 4096);  // causal prefill over 4k keys
+        fmha::LlmArgs l;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm, l)), fmha::TileShape::kPersistent);
+    }
+    fmha::FmhaRunner const llm256(8, 8, 256, 4, 4096, 4096);  // no persistent kernel at D=256
+    EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm256, fmha::LlmArgs{})), fmha::TileShape::kDefault);
     fmha::detail::setTileShape(previous);
+}
+
+// The persistent kernel's work items (host and device share PersistentTiles): over sections of
+// every size, with and without the causal pairs and pack GQA, the items' tiles are every
+// (row tile, unit, sequence) exactly once, and a pair's two tiles see rowTiles + 1 key tiles
+// of a square causal problem between them.
+TEST(PersistentTiles, ItemsCoverEveryTileOnce) {
+    for (bool causal : {false, true})
+        for (int maxLen : {1, 127, 128, 129, 512, 640, 1000})
+            for (int packLog2 : {0, 2})
+                for (int sectionUnits : {1, 3, 7, 64, 1000}) {
+                    fmha::FmhaParams p;
+                    p.causal = causal;
+                    p.maxSeqLenQ = maxLen;
+                    p.packLog2 = packLog2;
+                    p.numQHeads = 8;
+                    p.batch = 3;
+                    p.persistUnits = sectionUnits;
+                    fmha::PersistentTiles const tiles(p, 128);
+                    int const rowTiles = ((maxLen << packLog2) + 127) / 128, units = 8 >> packLog2;
+                    SCOPED_TRACE(testing::Message() << "causal " << causal << " maxLen " << maxLen << " pack "
+                                                    << packLog2 << " section " << sectionUnits);
+                    ASSERT_EQ(tiles.rowTiles, rowTiles);
+                    std::vector<int> seen(static_cast<size_t>(rowTiles * units * 3), 0);
+                    for (int w = 0; w < tiles.items; ++w) {
+                        int keyTiles = 0, count = 0;
+                        for (int half = 0; half < 2; ++half) {
+                            int m = -1, u = -1, b = -1;
+                            if (!tiles.decode(w, half, &m, &u, &b)) continue;
+                            ASSERT_TRUE(m >= 0 && m < rowTiles && u >= 0 && u < units && b >= 0 && b < 3);
+                            ++seen[static_cast<size_t>((b * units + u) * rowTiles + m)];
+                            keyTiles += m + 1;
+                            ++count;
+                        }
+                        ASSERT_GE(count, 1);
+                        if (causal && count == 2) EXPECT_EQ(keyTiles, rowTiles + 1);
+                    }
+                    for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], 1) << "tile " << i;
+                }
 }
 
 }  // namespace

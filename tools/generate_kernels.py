@@ -39,11 +39,14 @@ SM90_FP8_DIMS = [64, 128, 256]
 # dim): dense instances of the listed addressings; the heuristics choose them per problem
 # (src/heuristics.cpp: tileShapeFor).
 SM90_SHAPES = {
-    ("kFp16", 64): [("kOneWarpGroup", ["kStrided"])],
-    ("kBf16", 64): [("kOneWarpGroup", ["kStrided"])],
-    ("kFp8", 64): [("kWideKeys", ["kStrided", "kPaged"])],
+    ("kFp16", 64): [("kOneWarpGroup", ["kStrided"]), ("kPersistent", ["kStrided"])],
+    ("kBf16", 64): [("kOneWarpGroup", ["kStrided"]), ("kPersistent", ["kStrided"])],
+    ("kFp8", 64): [("kWideKeys", ["kStrided", "kPaged"]), ("kPersistent", ["kStrided"])],
+    ("kFp16", 128): [("kPersistent", ["kStrided"])],
+    ("kBf16", 128): [("kPersistent", ["kStrided"])],
+    ("kFp8", 128): [("kPersistent", ["kStrided"])],
 }
-SHAPE_SUFFIX = {"kOneWarpGroup": "_onewg", "kWideKeys": "_widekeys"}
+SHAPE_SUFFIX = {"kOneWarpGroup": "_onewg", "kWideKeys": "_widekeys", "kPersistent": "_persistent"}
 SM90_HEAD_DIMS = sorted({h for _, _, h, _ in HEAD_DIMS if h})
 # Kernel head dims that only paged-mode API head dims reach: no contiguous-KV instance.
 PAGED_ONLY_DIMS = {p for _, p, _, paged in HEAD_DIMS if paged} - {p for _, p, _, paged in HEAD_DIMS if not paged}

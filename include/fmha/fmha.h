@@ -44,6 +44,7 @@ struct LaunchRecord {
     int32_t blockM = 0;        // the tile: query rows (of packed rows under pack GQA)
     int32_t blockN = 0;        // and keys
     int32_t splits = 1;        // split-KV parts (1: unsplit; FmhaRunner::setSplitKv)
+    bool persistent = false;   // one CTA an SM walking several tiles (the Hopper family's persistent kernel)
 };
 
 // Optional sink for every error message (any thread). Pass nullptr to remove it.

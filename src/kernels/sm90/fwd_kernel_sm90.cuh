@@ -18,6 +18,7 @@
 #include "kernels/common/softmax.cuh"
 #include "kernels/common/epilogue.cuh"
 #include "kernels/common/split_kv.cuh"
+#include "kernels/common/work_items.h"
 #include "kernels/sm90/mainloop_sm90.cuh"
 #include "kernels/sm90/tile_sm90.h"
 #include "params.h"
@@ -27,6 +28,30 @@ namespace fmha::sm90 {
 // The tile configuration of an instance: by head dim, element size and tile shape.
 template <ElementKind kElem, int kHeadDim, TileShape kShape = TileShape::kDefault>
 using TileOf = TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes, kShape>;
+
+// The epilogue of a warp's rows of an unsplit launch: O (times scaleOut) staged in sStage (the
+// warp's 16 rows) and stored; LSE where asked for.
+template <class ET, class Tile>
+__device__ inline void storeWarpRows(FmhaParams const& p, SeqInfo const& seq, int b, int hq, int warpRow0, int warpRows,
+                                     float const (&o3)[1][Tile::kDim / 8][4], float const (&scaleOut)[2],
+                                     float const (&lse)[2], typename ET::Out* sStage, int lane) {
+    using Out = typename ET::Out;
+    int const D = p.headDim, g = lane / 4, t = lane % 4;
+    int64_t const rowStride = static_cast<int64_t>(p.numQHeads) * D;
+    PackedRows const packed(p);
+    Out* gO = static_cast<Out*>(p.o) + seq.qBegin * rowStride + static_cast<int64_t>(hq) * D;
+    auto oOffset = [&](int r) { return packed.offset(warpRow0 + r, rowStride, D); };
+    storeOutput<ET, 1, Tile::kDim, Tile::kStrideO>(o3, scaleOut, sStage, lane, gO, oOffset, warpRows, D, p.outBf16);
+    if (p.lse != nullptr && t == 0) {
+        float* gLse = p.lse + static_cast<int64_t>(b) * p.lseBatchStride + static_cast<int64_t>(hq) * p.lseHeadStride +
+                      (p.lsePacked ? seq.qBegin : 0);
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            int const i = warpRow0 + g + 8 * r;  // written out: storeLse would reassociate this sum
+            if (g + 8 * r < warpRows) gLse[packed.head(i) * p.lseHeadStride + packed.query(i)] = lse[r];
+        }
+    }
+}
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, TileOf<kElem, kHeadDim, kShape>::kMinBlocks)
@@ -97,7 +122,6 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     // warpgroup's shared-memory addresses (its wgmma descriptors) in uniform registers.
     int const cwarp = warp - 4, cwg = __shfl_sync(0xffffffffu, cwarp / 4, 0), g = lane / 4, t = lane % 4;
     int const D = p.headDim;
-    int64_t const rowStride = static_cast<int64_t>(p.numQHeads) * D;
     int const warpRow0 = m0 + cwarp * 16;  // consumer warpgroup cwg owns rows 64 cwg .. 64 cwg + 63
     int const warpRows = max(0, min(16, m1 - warpRow0));
 
@@ -140,16 +164,138 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     // consumer warpgroups are done reading it.
     cutlass::arch::NamedBarrier::sync(Tile::kNConsumerThreads, Tile::kBarrierConsumers);
     Out* sStage = reinterpret_cast<Out*>(sK) + cwarp * 16 * Tile::kStrideO;
-    Out* gO = static_cast<Out*>(p.o) + seq.qBegin * rowStride + static_cast<int64_t>(hq) * D;
-    auto oOffset = [&](int r) { return packed.offset(warpRow0 + r, rowStride, D); };
-    storeOutput<ET, 1, kHeadDim, Tile::kStrideO>(o3, scaleOut, sStage, lane, gO, oOffset, warpRows, D, p.outBf16);
-    if (p.lse != nullptr && t == 0) {
-        float* gLse = p.lse + static_cast<int64_t>(b) * p.lseBatchStride + static_cast<int64_t>(hq) * p.lseHeadStride +
-                      (p.lsePacked ? seq.qBegin : 0);
+    storeWarpRows<ET, Tile>(p, seq, b, hq, warpRow0, warpRows, o3, scaleOut, lse, sStage, lane);
+}
+
+// Persistent variant (TileShape::kPersistent, contiguous KV, no split-KV, skip-softmax or
+// bidirectional mask): a grid of at most one CTA an SM, CTA c taking items c, c + gridDim.x,
+// ... of `tiles` (sized by the launch, and read from the kernel's parameters: the producer's
+// 40 registers do not hold them). The producer and the consumers walk the same row
+// tiles, the K/V pipeline's stages and phases counting on across them; the producer loads a
+// tile's Q once the consumers have done the previous tile's last Q.K^T (pipe.qEmpty), and its
+// first K/V as stages free, so that they land while the consumers finish the previous tile's
+// P.V and epilogue. The output is staged in shared memory of its own, each warp its 16 rows.
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
+__global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
+    fwdKernelSm90Persistent(FmhaParams const p, __grid_constant__ TmaDescs const tma,
+                            __grid_constant__ PersistentTiles const tiles) {
+    using Elem = typename ElemOf<kElem>::type;
+    using Tile = TileOf<kElem, kHeadDim, kShape>;
+    using ET = ElemTraits<Elem>;
+    using Out = typename ET::Out;
+    static_assert(Tile::kPersistent && kKv == KvAddressing::kStrided && !kSkip, "the persistent instances");
+    constexpr int kBlockM = Tile::kBlockM;
+
+    extern __shared__ __align__(16) unsigned char smemRaw[];
+    unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smemRaw) + 1023) & ~uintptr_t{1023});
+    unsigned char* sQ = smem;
+    unsigned char* sK = sQ + Tile::kBytesQ;
+    unsigned char* sV = sK + Tile::kStages * Tile::kBytesKV;
+    unsigned char* sVt = sV + Tile::kStages * Tile::kBytesKV;
+    Out* sO = reinterpret_cast<Out*>(sVt + Tile::kStages * Tile::kBytesVt);
+    uint64_t* vtBar = reinterpret_cast<uint64_t*>(reinterpret_cast<unsigned char*>(sO) + Tile::kBytesO);
+    __shared__ PipelineSm90<Tile::kStages> pipe;
+
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    int const tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    if (tid == 0) {
+        if constexpr (Tile::kFp8) {
+            for (int s = 0; s < Tile::kStages; ++s) {
+                Barrier::init(&vtBar[s], 128);
+                Barrier::init(&vtBar[Tile::kStages + s], Tile::kNConsumerThreads / 32);
+            }
+        }
+        pipe.init(128, Tile::kNConsumerThreads / 32);
+    }
+    __syncthreads();
+
+    PackedRows const packed(p);
+    // Both roles decode the tiles of item w alike: sequence, first query head, first row.
+    struct TileAt {
+        int b, hq, m0;
+    };
+    auto at = [&](int w, int half, TileAt* x) {
+        int mBlock, unit;
+        if (!tiles.decode(w, half, &mBlock, &unit, &x->b)) return false;
+        x->hq = unit << p.packLog2;
+        x->m0 = mBlock * kBlockM;
+        return true;
+    };
+    // Packed Q: the zeros of the rows no tile computes, from the CTAs of the units' first row
+    // tiles, before the roles part (the call would not fit the producer's few registers).
+    if (p.cuQ != nullptr) {
+        for (int w = blockIdx.x; w < tiles.items; w += gridDim.x)
+            for (int half = 0; half < 2; ++half) {
+                TileAt x;
+                if (at(w, half, &x) && x.m0 == 0) zeroUncomputedRows(p, SeqInfo(p, x.b), x.b, x.hq, 1 << p.packLog2);
+            }
+    }
+
+    if (warp < 4) {
+        cutlass::arch::warpgroup_reg_dealloc<Tile::kProducerRegs>();
+        int it = 0, qIter = 0;
+        // Slot j: tile j % 2 of item blockIdx.x + (j / 2) gridDim.x (one counter: the producer's
+        // 40 registers spill with two).
+#pragma unroll 1
+        for (int j = 0; blockIdx.x + (j >> 1) * gridDim.x < static_cast<unsigned>(tiles.items); ++j) {
+            TileAt x;
+            if (!at(blockIdx.x + (j >> 1) * gridDim.x, j & 1, &x)) continue;
+            SeqInfo const seq(p, x.b);
+            int const rows = packed.count(seq.rows);
+            if (x.m0 >= rows) continue;
+            int const m1 = min(x.m0 + kBlockM, rows);
+            MaskPolicy<Tile::kBlockN> const mask(p, seq, x.b, packed.query(x.m0), packed.query(m1 - 1) + 1, 1, 0);
+            if (mask.empty()) continue;
+            Barrier::wait(&pipe.qEmpty, (qIter & 1) ^ 1);  // the previous tile's Q is read
+            produceTiles<Elem, Tile, kKv>(p, tma, seq, mask, x.b, x.hq, x.hq / p.headGroup, x.m0, sQ, sK, sV, pipe, tid,
+                                          sVt, vtBar, it);
+            it += mask.nBlockMax - mask.nBlockMin;
+            ++qIter;
+        }
+        return;
+    }
+    cutlass::arch::warpgroup_reg_alloc<Tile::kConsumerRegs>();
+
+    int const cwarp = warp - 4, cwg = __shfl_sync(0xffffffffu, cwarp / 4, 0), g = lane / 4, t = lane % 4;
+    uint32_t const sQAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sQ)) + cwg * 64 * Tile::kSwizzleBytes;
+    uint32_t const sKAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sK));
+    uint32_t const sVAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sV));
+    uint32_t const sVtAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sVt));
+    Out* sStage = sO + cwarp * 16 * Tile::kStrideO;
+    int it = 0, qIter = 0;
+#pragma unroll 1
+    for (int w = blockIdx.x; w < tiles.items; w += gridDim.x) {
+#pragma unroll 1
+        for (int half = 0; half < 2; ++half) {
+            TileAt x;
+            if (!at(w, half, &x)) continue;
+            SeqInfo const seq(p, x.b);
+            int const rows = packed.count(seq.rows);
+            if (x.m0 >= rows) continue;
+            int const m1 = min(x.m0 + kBlockM, rows);
+            MaskPolicy<Tile::kBlockN> const mask(p, seq, x.b, packed.query(x.m0), packed.query(m1 - 1) + 1, 1, 0);
+            int const warpRow0 = x.m0 + cwarp * 16;
+            int const warpRows = max(0, min(16, m1 - warpRow0));
+            float o[kHeadDim / 2];
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            int const i = warpRow0 + g + 8 * r;  // written out: storeLse would reassociate this sum
-            if (g + 8 * r < warpRows) gLse[packed.head(i) * p.lseHeadStride + packed.query(i)] = lse[r];
+            for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0F;
+            OnlineSoftmax<2> softmax;
+            softmax.init();
+            if (!mask.empty()) {
+                ConsumerSm90<ET, Tile> const consumer{p, seq, mask, pipe, sQAddr, sKAddr, sVAddr, warpRow0 + g, t,
+                                                      lane == 0, cwg, -INFINITY, sVtAddr, vtBar, 0U, it,
+                                                      static_cast<uint32_t>(qIter & 1)};
+                consumer.run(o, softmax);
+                it += mask.nBlockMax - mask.nBlockMin;
+                ++qIter;
+            }
+            float invSum[2], lse[2], scaleOut[2];
+            softmax.template finalize<Tile::kPLog2>(p.scale, invSum, lse);
+#pragma unroll
+            for (int r = 0; r < 2; ++r) scaleOut[r] = invSum[r] * p.outScale;
+            auto const& o3 = *reinterpret_cast<float const(*)[1][kHeadDim / 8][4]>(&o);
+            __syncwarp();  // the warp's copies of its previous tile out of sStage are done
+            storeWarpRows<ET, Tile>(p, seq, x.b, x.hq, warpRow0, warpRows, o3, scaleOut, lse, sStage, lane);
         }
     }
 }

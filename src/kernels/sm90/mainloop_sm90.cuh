@@ -276,11 +276,13 @@ __device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, i
 template <int kStages>
 struct PipelineSm90 {
     uint64_t qFull;
+    uint64_t qEmpty;             // persistent kernels: each consumer warp is done reading Q
     uint64_t full[2][kStages];   // [K or V][stage]: each producer thread's copies have landed
     uint64_t empty[2][kStages];  // each consumer warp's wgmma has read the stage
 
     __device__ void init(int producerThreads, int consumerWarps) {
         Barrier::init(&qFull, producerThreads);
+        Barrier::init(&qEmpty, consumerWarps);
         for (int w = 0; w < 2; ++w)
             for (int s = 0; s < kStages; ++s) {
                 Barrier::init(&full[w][s], producerThreads);
@@ -304,12 +306,14 @@ enum : int { kK = 0, kV = 1 };
 // FP8 (Tile::kFp8): the consumers read V^T (sVt, barriers vtBar: kStages "full", then
 // kStages "empty"): the producer transposes each raw V stage once it has landed, one tile
 // behind its loads, and refills a raw stage only after all its threads have read it.
+// it0: the pipeline's count of tiles before this row tile's (a persistent CTA's earlier
+// tiles): tile i of the visit order uses stage (it0 + i) % kStages.
 template <class Elem, class Tile, KvAddressing kKv>
 __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq,
                                     MaskPolicy<Tile::kBlockN> const& mask, int b, int hq, int hkv, int m0,
                                     unsigned char* sQ, unsigned char* sK, unsigned char* sV,
                                     PipelineSm90<Tile::kStages>& pipe, int ptid, unsigned char* sVt = nullptr,
-                                    uint64_t* vtBar = nullptr) {
+                                    uint64_t* vtBar = nullptr, int it0 = 0) {
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kStages = Tile::kStages;
     constexpr int kSw = Tile::kSwizzleBytes;  // bytes of a row in one swizzled block (128, or 64)
     constexpr int kChunks = Tile::kRowBytes / 16, kColBlocks = Tile::kRowBytes / kSw, kElemBytes = ElemTraits<Elem>::kBytes;
@@ -366,9 +370,9 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     int const pageLog2 = p.pageSizeLog2;
     int const boxRows = kKv == KvAddressing::kPaged ? min(1 << pageLog2, Tile::kBoxRowsMax) : kBlockN;
     auto load = [&](int which, int i) {
-        int const n = mask.nBlockMax - 1 - i, stage = i % kStages;
+        int const n = mask.nBlockMax - 1 - i, it = it0 + i, stage = it % kStages;
         auto waitEmpty = [&] {  // FP8 raw V: the producer's own transposes free the stage
-            if (!(Tile::kFp8 && which == kV)) Barrier::wait(&pipe.empty[which][stage], ((i / kStages) & 1) ^ 1);
+            if (!(Tile::kFp8 && which == kV)) Barrier::wait(&pipe.empty[which][stage], ((it / kStages) & 1) ^ 1);
         };
         uint64_t* full = &pipe.full[which][stage];
         unsigned char* base = (which == kV ? sV : sK) + stage * Tile::kBytesKV;
@@ -435,7 +439,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         // stage; every producer thread's part, then (after all have read the raw stage) the
         // raw stage may be refilled.
         auto transpose = [&](int j) {
-            int const stage = j % kStages, phase = (j / kStages) & 1;
+            int const stage = (it0 + j) % kStages, phase = ((it0 + j) / kStages) & 1;
             Barrier::wait(&pipe.full[kV][stage], phase);
             Barrier::wait(&vtBar[kStages + stage], phase ^ 1);
             transposeV<Tile::kDim, kBlockN>(sV + stage * Tile::kBytesKV, sVt + stage * Tile::kBytesVt, ptid);
@@ -492,6 +496,8 @@ struct ConsumerSm90 {
     uint32_t sVt;         // FP8: the V^T stages
     uint64_t* vtBar;      // FP8: their barriers (kStages full, then kStages empty)
     uint32_t sDrops;      // kSkip: this warpgroup's drop bytes, [tile parity][warp]
+    int it0 = 0;          // the pipeline's tiles before this row tile's (persistent kernels; see produceTiles)
+    uint32_t qPhase = 0;  // the phase of Q's barriers for this row tile
 
     // Ping-pong: the two warpgroups take turns issuing their GEMMs, so that the tensor cores
     // run one warpgroup's GEMMs while the other does its softmax. Each issue section waits
@@ -510,21 +516,23 @@ struct ConsumerSm90 {
 
     // FP8: V means its V^T stage.
     __device__ void waitFull(int which, int i) const {
-        uint64_t* bar = Tile::kFp8 && which == kV ? &vtBar[i % kStages] : &pipe.full[which][i % kStages];
-        Barrier::wait(bar, (i / kStages) & 1);
+        int const it = it0 + i;
+        uint64_t* bar = Tile::kFp8 && which == kV ? &vtBar[it % kStages] : &pipe.full[which][it % kStages];
+        Barrier::wait(bar, (it / kStages) & 1);
         cutlass::arch::fence_view_async_shared();  // cp.async (generic proxy) writes -> wgmma reads
     }
     __device__ void release(int which, int i) const {
-        uint64_t* bar = Tile::kFp8 && which == kV ? &vtBar[kStages + i % kStages] : &pipe.empty[which][i % kStages];
+        int const it = it0 + i;
+        uint64_t* bar = Tile::kFp8 && which == kV ? &vtBar[kStages + it % kStages] : &pipe.empty[which][it % kStages];
         if (leadLane) Barrier::arrive(bar);
     }
     __device__ void issuePVStage(uint32_t (&pa)[kPSteps][4], int i, float (&o)[kHeadDim / 2]) const {
         if constexpr (Tile::kFp8)
-            issuePVFp8<kHeadDim, kBlockN>(pa, sVt + (i % kStages) * Tile::kBytesVt, o);
+            issuePVFp8<kHeadDim, kBlockN>(pa, sVt + ((it0 + i) % kStages) * Tile::kBytesVt, o);
         else
             issuePV<T, kHeadDim, kBlockN>(pa, stage(sV, i), o);
     }
-    __device__ uint32_t stage(uint32_t base, int i) const { return base + (i % kStages) * Tile::kBytesKV; }
+    __device__ uint32_t stage(uint32_t base, int i) const { return base + ((it0 + i) % kStages) * Tile::kBytesKV; }
 
     // Masks tile n's scores and folds them into the running softmax: s becomes the tile's
     // unnormalised probabilities; rescale: the factor for O's rows, and moved whether it holds
@@ -704,7 +712,7 @@ struct ConsumerSm90 {
     }
 
     __device__ void run(float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax) const {
-        Barrier::wait(&pipe.qFull, 0);
+        Barrier::wait(&pipe.qFull, qPhase);
         cutlass::arch::fence_view_async_shared();
         int const nTiles = mask.nBlockMax - mask.nBlockMin, nLast = mask.nBlockMax - 1;
         int32_t firstUnmasked, endUnmasked;
@@ -756,6 +764,9 @@ struct ConsumerSm90 {
         for (; i < endUnmasked; ++i) visit(std::false_type{});
 #pragma unroll 1
         for (; i < nTiles; ++i) visit(std::true_type{});
+        // Every Q.K^T of the row tile is done: a persistent CTA's producer may load the next Q.
+        if constexpr (Tile::kPersistent)
+            if (leadLane) Barrier::arrive(&pipe.qEmpty);
         waitFull(kV, nTiles - 1);
         turnBegin();
         bool const skipLast = kSkip && groupDropped(nTiles - 1);

@@ -18,6 +18,11 @@ struct TileSm90 {
                   "wide key tiles: FP8 at D=64 and 128");
     static_assert(kShape != TileShape::kOneWarpGroup || (!kFp8 && kHeadDim == 64),
                   "one consumer warpgroup: 16-bit D=64");
+    // kPersistent: the default tiles, one CTA an SM walking several tiles (the output staged
+    // in shared memory of its own, so that the producer loads the next tile's Q and K/V while
+    // the consumers finish the current one); D=256's stages leave no room for that staging.
+    static constexpr bool kPersistent = kShape == TileShape::kPersistent;
+    static_assert(!kPersistent || kHeadDim <= 128, "persistent tiles: D=64 and 128");
     // One producer warpgroup (TMA, or cp.async gathers, into a K/V mbarrier pipeline) and two
     // consumer warpgroups of 64 query rows each (the wgmma M); kOneWarpGroup: one consumer
     // warpgroup and two CTAs an SM, so that one CTA's prologue and epilogue overlap the
@@ -52,9 +57,16 @@ struct TileSm90 {
     // a thread and takes the larger share.
     // FP8: the producer also transposes V (128 * 56 + 256 * 224 = 64512), and P takes half
     // the registers of 16-bit P (O + S + P: 168 at D=256).
-    // One consumer warpgroup, two CTAs an SM: 2 * (128 * 32 + 128 * 224) = 65536.
-    static constexpr int kProducerRegs = kNConsumerWarpGroups == 1 ? 32 : kFp8 ? 56 : kHeadDim == 256 ? 24 : 40;
-    static constexpr int kConsumerRegs = kNConsumerWarpGroups == 1 ? 224 : kFp8 ? 224 : kHeadDim == 256 ? 240 : 232;
+    // One consumer warpgroup, two CTAs an SM: 2 * (128 * 32 + 128 * 224) = 65536. Persistent
+    // (16-bit): the producer walks its tiles in a loop that spills at 40 (128 * 48 + 256 * 224).
+    static constexpr int kProducerRegs = kNConsumerWarpGroups == 1 ? 32
+                                         : kFp8                      ? 56
+                                         : kHeadDim == 256           ? 24
+                                         : kPersistent               ? 48
+                                                                     : 40;
+    static constexpr int kConsumerRegs = kNConsumerWarpGroups == 1 || kFp8 || kPersistent ? 224
+                                         : kHeadDim == 256                                ? 240
+                                                                                          : 232;
     // Ping-pong scheduling of the two consumer warpgroups (named barriers 2 and 3; 0 is
     // __syncthreads, 1 the consumers' meeting before the epilogue, 4 and 5 skip-softmax's votes).
 #ifndef FMHA_SM90_PINGPONG
@@ -76,10 +88,16 @@ struct TileSm90 {
     // FP8: V^T of a stage, kHeadDim rows of kBlockN keys: 128-byte rows (128-byte swizzle) at
     // D=128, 64-byte rows (64-byte swizzle) at D=256.
     static constexpr int kBytesVt = kFp8 ? kHeadDim * kBlockN : 0;
-    // + the V^T stages' mbarriers (FP8), + alignment slack.
-    static constexpr int kSmemBytes = kBytesQ + 2 * kStages * kBytesKV + kStages * kBytesVt + (kFp8 ? 16 * kStages : 0) + 1024;
-    // The epilogue stages O row-major with 16 bytes of padding per row, in the K/V space.
+    // The epilogue stages O (16-bit) row-major with 16 bytes of padding per row, in the K/V
+    // space once the consumers are done with it, or (kPersistent) in kBytesO of its own after
+    // the V^T stages: 34 KB at D=128.
     static constexpr int kStrideO = kHeadDim + 8;
+    static constexpr int kBytesO = kPersistent ? kBlockM * kStrideO * 2 : 0;
+    // + the staged output (persistent), + the V^T stages' mbarriers (FP8), + alignment slack:
+    // persistent 131 KB (D=64) and 195 KB (D=128), FP8 123 and 195 KB.
+    static constexpr int kSmemBytes =
+        kBytesQ + 2 * kStages * kBytesKV + kStages * kBytesVt + kBytesO + (kFp8 ? 16 * kStages : 0) + 1024;
+    static_assert(kSmemBytes <= 227 * 1024, "within the SM's opt-in shared memory");
     // (K, V and, FP8, the V^T stages that follow them)
     static_assert(kBlockM * kStrideO * 2 <= 2 * kStages * kBytesKV + kStages * kBytesVt, "epilogue staging fits");
     // FP8: P comes out of the exponentials multiplied by kPScale = 2^kPLog2 (the exponent
