@@ -60,9 +60,12 @@ int setTileShape(int shape) {
 // FP8 D=64 with 256-key tiles: +4% on non-causal 4k and -1% on ViT S=512, while a causal tile
 // set of S=512 does a fifth more key work than with 128 keys, so non-causal launches without a
 // window whose longest sequence has at least 2048 keys. The persistent kernel (head dims up to
-// 128 over contiguous KV): causal +8-10% at S=512 and +2-6% at 4k, non-causal +1-6% up to 1024
-// keys and -1% to -3% at 4k (2026-12-01_ff19a35_persistent_ab.txt,
-// 2026-12-01_persistent-order_ab.txt), so causal launches and those of at most 2048 keys.
+// 128 over contiguous KV): causal +8-10% at S=512, +2-3% at 2k, +0-6% at 4k, about even at 8k
+// and -3% to -4% at 16k (its items, pairs of row tiles, are too coarse to end together);
+// non-causal +1-6% up to 1024 keys, -2% at 2k and -1% to -3% at 4k
+// (2026-12-01_ff19a35_persistent_ab.txt, 2026-12-01_persistent-order_ab.txt,
+// 2026-12-01_ebb45b4_persistent-bounds_ab.txt): causal launches of at most 8192 keys and
+// non-causal ones of at most 1024.
 TileShape tileShapeFor(FmhaParams const& p) {
     int const forced = tileShapeSetting();
     // The persistent kernel has no bidirectional-mask union (a barrier of the whole CTA a tile)
@@ -77,7 +80,7 @@ TileShape tileShapeFor(FmhaParams const& p) {
     if (p.headDim == 64 && !fp8 && strided && p.maxSeqLenQ <= 1024) return TileShape::kOneWarpGroup;
     if (p.headDim == 64 && fp8 && !p.causal && p.window == INT32_MAX && p.bidirBegin == nullptr && longestKeys >= 2048)
         return TileShape::kWideKeys;
-    if (p.headDim <= 128 && strided && persistentFits && p.skipFactor == 0.0F && (p.causal || longestKeys <= 2048))
+    if (p.headDim <= 128 && strided && persistentFits && p.skipFactor == 0.0F && longestKeys <= (p.causal ? 8192 : 1024))
         return TileShape::kPersistent;
     return TileShape::kDefault;
 }

@@ -1172,7 +1172,7 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
         a.totalSeqLen = batch * maxLen;
         return fmha::detail::tileShapeFor(fmha::detail::paramsFor(runner, a));
     };
-    // 16k keys in all, 512 a sequence: not the 256-key tiles; persistent (at most 2048 keys).
+    // 16k keys in all, 512 a sequence: not the 256-key tiles; persistent (at most 1024 keys).
     EXPECT_EQ(vit(fmha::DataType::kFP8, 32, 512), fmha::TileShape::kPersistent);
     EXPECT_EQ(vit(fmha::DataType::kFP8, 4, 4096), fmha::TileShape::kWideKeys);
     EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kOneWarpGroup);
@@ -1181,7 +1181,8 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
     EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kDefault);
     fmha::detail::setTileShape(-1);
 
-    // Head dims 65-128 (the D=128 kernel): persistent where causal or at most 2048 keys.
+    // Head dims 65-128 (the D=128 kernel): persistent where causal of at most 8192 keys or
+    // non-causal of at most 1024.
     for (int d : {80, 128}) {
         fmha::FmhaRunner const vit128(16, 16, d, 32, 0, 0);
         fmha::VitArgs v;
@@ -1193,9 +1194,15 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
         v.maxSeqLen = 4096;
         v.totalSeqLen = 4 * 4096;
         EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(vit128, v)), fmha::TileShape::kDefault);
+        v.batchSize = 8;
+        v.maxSeqLen = 2048;
+        v.totalSeqLen = 8 * 2048;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(vit128, v)), fmha::TileShape::kDefault);
         fmha::FmhaRunner const llm(16, 16, d, 4, 4096, 4096);  // causal prefill over 4k keys
         fmha::LlmArgs l;
         EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm, l)), fmha::TileShape::kPersistent);
+        fmha::FmhaRunner const llm16k(16, 16, d, 1, 16384, 16384);
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm16k, l)), fmha::TileShape::kDefault);
     }
     fmha::FmhaRunner const llm256(8, 8, 256, 4, 4096, 4096);  // no persistent kernel at D=256
     EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm256, fmha::LlmArgs{})), fmha::TileShape::kDefault);
