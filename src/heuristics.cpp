@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #include "fmha/fmha.h"
 
@@ -33,12 +34,12 @@ std::atomic<int> gTileShape{-2};  // -2: not decided yet (read the environment o
 int tileShapeSetting() {
     int v = gTileShape.load(std::memory_order_relaxed);
     if (v == -2) {
+        // The names, in TileShape's order.
+        static constexpr char const* kNames[] = {"default", "wide-keys", "one-warpgroup", "persistent"};
         char const* env = std::getenv("FMHA_TILE_SHAPE");
         v = -1;
-        if (env != nullptr && std::strcmp(env, "default") == 0) v = static_cast<int>(TileShape::kDefault);
-        if (env != nullptr && std::strcmp(env, "wide-keys") == 0) v = static_cast<int>(TileShape::kWideKeys);
-        if (env != nullptr && std::strcmp(env, "one-warpgroup") == 0) v = static_cast<int>(TileShape::kOneWarpGroup);
-        if (env != nullptr && std::strcmp(env, "persistent") == 0) v = static_cast<int>(TileShape::kPersistent);
+        for (int i = 0; env != nullptr && i < static_cast<int>(std::size(kNames)); ++i)
+            if (std::strcmp(env, kNames[i]) == 0) v = i;
         gTileShape.store(v, std::memory_order_relaxed);
     }
     return v;
