@@ -81,7 +81,8 @@ TileShape tileShapeFor(FmhaParams const& p) {
     if (p.headDim == 64 && !fp8 && strided && p.maxSeqLenQ <= 1024) return TileShape::kOneWarpGroup;
     if (p.headDim == 64 && fp8 && !p.causal && p.window == INT32_MAX && p.bidirBegin == nullptr && longestKeys >= 2048)
         return TileShape::kWideKeys;
-    if (p.headDim <= 128 && strided && persistentFits && p.skipFactor == 0.0F && longestKeys <= (p.causal ? 8192 : 1024))
+    // (Contiguous or paged KV; a launch that then splits its keys takes the default tiles.)
+    if (p.headDim <= 128 && persistentFits && p.skipFactor == 0.0F && longestKeys <= (p.causal ? 8192 : 1024))
         return TileShape::kPersistent;
     return TileShape::kDefault;
 }

@@ -585,6 +585,12 @@ bool runMode(FmhaRunner const& r, detail::SplitWorkspace& ws, typename M::Args c
     if (!selectKernel(c, &ops, a.stream, false, detail::tileShapeFor(p))) return false;
     detail::planLaunch(ops, &p);
     if (!planSplits(modeName(c.mode), ops, ws, a.stream, &p)) return false;
+    if (ops.shape == TileShape::kPersistent && p.numSplits > 1) {
+        // The persistent kernel runs unsplit launches only: split ones take the default tiles.
+        if (!selectKernel(c, &ops, a.stream, false, TileShape::kDefault)) return false;
+        detail::planLaunch(ops, &p);
+        if (!planSplits(modeName(c.mode), ops, ws, a.stream, &p)) return false;
+    }
     return launch(ops, p, a.stream, modeName(c.mode), record);
 }
 

@@ -186,10 +186,11 @@ INSTANTIATE_TEST_SUITE_P(Families, SkipSoftmax, ::testing::Values(false, true),
 
 // The Hopper tile shapes built beside the default (TileShape), forced on problems of every
 // mode and mask they can run: one consumer warpgroup (16-bit D=64, contiguous KV: 64-row
-// tiles), 256-key tiles (FP8 D=64) and the persistent kernel (D=64 and 128, contiguous KV:
-// problems of more tiles than the H200 has SMs, so that CTAs walk several, ragged and empty
-// ones among them); the launch record shows the shape ran (unless a test budget of shared
-// memory, FMHA_SMEM_BUDGET, leaves it out: the default runs then).
+// tiles), 256-key tiles (FP8 D=64) and the persistent kernel (D=64 and 128, contiguous and
+// paged KV, unsplit: problems of more tiles than the H200 has SMs, so that CTAs walk several,
+// ragged and empty ones among them; a split launch takes the default tiles); the launch record
+// shows the shape ran (unless a test budget of shared memory, FMHA_SMEM_BUDGET, leaves it out:
+// the default runs then).
 TEST(TileShapes, ForcedShapesMatchReference) {
     FMHA_REQUIRE_GPU();
     struct ShapeCase {
@@ -234,9 +235,19 @@ TEST(TileShapes, ForcedShapesMatchReference) {
         Case noncausal = edge("persistent_noncausal_" + t, Mode::kLlm, 64, {200, 200, 200}, {2500, 900, 5}, 32, 8);
         noncausal.spec.causal = false;
         Case vit80 = edge("persistent_vit_d80_" + t, Mode::kVit, 80, {600, 400, 3}, {600, 400, 3}, 16, 16);
-        for (Case* c : {&vit, &causal, &window, &noncausal, &vit80}) {
+        // Paged KV (pages of 16 and 64; the ragged mode's packed queries), unsplit.
+        Case paged = edge("persistent_paged_" + t, Mode::kPaged, 128, {300, 300, 300}, {700, 333, 2000}, 8, 2);
+        paged.spec.pageSize = 16;
+        Case paged96 = edge("persistent_paged_d96_" + t, Mode::kPaged, 96, {500, 500}, {900, 500}, 16, 16);
+        paged96.spec.pageSize = 64;
+        Case ragged = edge("persistent_ragged_" + t, Mode::kPagedRagged, 64, {1, 300, 0, 129}, {300, 700, 50, 1200}, 16, 4);
+        for (Case* c : {&paged, &paged96, &ragged}) c->spec.splits = 1;
+        Case split = paged;  // forced into 4 split-KV parts: the default tiles run
+        split.name = "persistent_split_" + t;
+        split.spec.splits = 4;
+        for (Case* c : {&vit, &causal, &window, &noncausal, &vit80, &paged, &paged96, &ragged, &split}) {
             c->spec.dtype = dt;
-            cases.push_back({*c, TileShape::kPersistent, 128, 128, true});
+            cases.push_back({*c, TileShape::kPersistent, 128, 128, c != &split});
         }
     }
     for (ShapeCase const& sc : cases) {

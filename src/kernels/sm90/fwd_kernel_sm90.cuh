@@ -167,10 +167,10 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     storeWarpRows<ET, Tile>(p, seq, b, hq, warpRow0, warpRows, o3, scaleOut, lse, sStage, lane);
 }
 
-// Persistent variant (TileShape::kPersistent, contiguous KV, no split-KV, skip-softmax or
-// bidirectional mask): a grid of at most one CTA an SM, CTA c taking items c, c + gridDim.x,
+// Persistent variant (TileShape::kPersistent; contiguous or paged KV, no split-KV, skip-softmax
+// or bidirectional mask): a grid of at most one CTA an SM, CTA c taking items c, c + gridDim.x,
 // ... of `tiles` (sized by the launch, and read from the kernel's parameters: the producer's
-// 40 registers do not hold them). The producer and the consumers walk the same row
+// few registers do not hold them). The producer and the consumers walk the same row
 // tiles, the K/V pipeline's stages and phases counting on across them; the producer loads a
 // tile's Q once the consumers have done the previous tile's last Q.K^T (pipe.qEmpty), and its
 // first K/V as stages free, so that they land while the consumers finish the previous tile's
@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     using Tile = TileOf<kElem, kHeadDim, kShape>;
     using ET = ElemTraits<Elem>;
     using Out = typename ET::Out;
-    static_assert(Tile::kPersistent && kKv == KvAddressing::kStrided && !kSkip, "the persistent instances");
+    static_assert(Tile::kPersistent && !kSkip, "the persistent instances");
     constexpr int kBlockM = Tile::kBlockM;
 
     extern __shared__ __align__(16) unsigned char smemRaw[];
