@@ -61,12 +61,13 @@ int setTileShape(int shape) {
 // FP8 D=64 with 256-key tiles: +4% on non-causal 4k and -1% on ViT S=512, while a causal tile
 // set of S=512 does a fifth more key work than with 128 keys, so non-causal launches without a
 // window whose longest sequence has at least 2048 keys. The persistent kernel (head dims up to
-// 128 over contiguous KV): causal +8-10% at S=512, +2-3% at 2k, +0-6% at 4k, about even at 8k
+// 128): causal +8-10% at S=512, +2-3% at 2k, +0-6% at 4k, about even at 8k
 // and -3% to -4% at 16k (its items, pairs of row tiles, are too coarse to end together);
 // non-causal +1-6% up to 1024 keys, -2% at 2k and -1% to -3% at 4k
 // (2026-12-01_ff19a35_persistent_ab.txt, 2026-12-01_persistent-order_ab.txt,
 // 2026-12-01_ebb45b4_persistent-bounds_ab.txt): causal launches of at most 8192 keys and
-// non-causal ones of at most 1024.
+// non-causal ones of at most 1024. Over paged KV under the same bounds: D=96 causal 4k +5-10%,
+// D=128 causal 8k within 1% (2026-12-01_5542a39_persist-paged_ab.txt).
 TileShape tileShapeFor(FmhaParams const& p) {
     int const forced = tileShapeSetting();
     // The persistent kernel has no bidirectional-mask union (a barrier of the whole CTA a tile)
