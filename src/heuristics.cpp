@@ -35,7 +35,7 @@ int tileShapeSetting() {
     int v = gTileShape.load(std::memory_order_relaxed);
     if (v == -2) {
         // The names, in TileShape's order.
-        static constexpr char const* kNames[] = {"default", "wide-keys", "one-warpgroup", "persistent"};
+        static constexpr char const* kNames[] = {"default", "wide-keys", "one-warpgroup", "persistent", "three-warpgroups"};
         char const* env = std::getenv("FMHA_TILE_SHAPE");
         v = -1;
         for (int i = 0; env != nullptr && i < static_cast<int>(std::size(kNames)); ++i)
@@ -96,7 +96,7 @@ int setPackGqa(int mode) {
 
 int choosePackLog2(FmhaParams const& p, int blockM) {
     int const g = p.headGroup;
-    if (g <= 1 || (g & (g - 1)) != 0 || g > blockM || p.batch <= 0) return 0;
+    if (g <= 1 || (g & (g - 1)) != 0 || g > blockM || blockM % g != 0 || p.batch <= 0) return 0;
     int log2 = 0;
     while ((1 << log2) < g) ++log2;
     // Tile rows are int32 in the kernels, sequences' lengths included.

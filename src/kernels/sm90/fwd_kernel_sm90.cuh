@@ -1,8 +1,8 @@
 // Hopper forward kernel (sm_90a): one CTA per (128-row tile, head, sequence), warp
 // specialised; with pack GQA (FmhaParams::packLog2) the tile's rows are the query rows of a
 // KV head's whole group of query heads. Warpgroup 0 produces (TMA, or cp.async gathers, of
-// Q and the K/V tiles into an mbarrier pipeline, with few registers); warpgroups 1 and 2
-// consume, 64 rows each (wgmma and softmax, with the rest). Orchestration only: roles,
+// Q and the K/V tiles into an mbarrier pipeline, with few registers); the others (two, or
+// one or three in some tile shapes) consume, 64 rows each (wgmma and softmax, with the rest). Orchestration only: roles,
 // barriers, the epilogue.
 #pragma once
 
@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     uint64_t* vtBar = reinterpret_cast<uint64_t*>(sVt + Tile::kStages * Tile::kBytesVt);
     __shared__ PipelineSm90<Tile::kStages> pipe;
     __shared__ int sBidir[2];
-    __shared__ uint32_t sDrops[2][2];  // kSkip: each consumer warpgroup's drop bytes, [tile parity][warp]
+    __shared__ uint32_t sDrops[Tile::kNConsumerWarpGroups][2];  // kSkip: each consumer warpgroup's drop bytes, [tile parity][warp]
 
     // A split-KV combine launched after this kernel as its programmatic dependent may be
     // scheduled from now on (it waits for this grid's completion before reading).
