@@ -512,7 +512,9 @@ struct ConsumerSm90 {
     __device__ void turnEnd(bool last) const {
         if constexpr (Tile::kPingPong)
             if (!(last && wg == kLastWg))
-                cutlass::arch::NamedBarrier::arrive(256, Tile::kBarrierTurn0 + (wg == kLastWg ? 0 : wg + 1));
+                cutlass::arch::NamedBarrier::arrive(256, Tile::kBarrierTurn0 + (kLastWg == 1      ? wg ^ 1
+                                                                                 : wg == kLastWg ? 0
+                                                                                                 : wg + 1));
     }
 
     // FP8: V means its V^T stage.
