@@ -3,6 +3,8 @@
 #include "kernels/sm90/tma_sm90.h"
 
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 
 #include <cuda_runtime_api.h>
 
@@ -46,6 +48,16 @@ bool encode(CUtensorMap* map, void const* base, cuuint64_t const (&dims)[kRank],
               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// FMHA_PAGED_GATHER=cp-async (measurement): paged K/V tiles through the producer's cp.async
+// gathers instead of one TMA box a page.
+bool pagedGathersForced() {
+    static bool const forced = [] {
+        char const* env = std::getenv("FMHA_PAGED_GATHER");
+        return env != nullptr && std::strcmp(env, "cp-async") == 0;
+    }();
+    return forced;
+}
+
 }  // namespace
 
 void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes, TmaDescs* d) {
@@ -68,7 +80,7 @@ void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes,
         int64_t const tokens = static_cast<int64_t>(p.numPages) << p.pageSizeLog2;
         int const boxMax = blockN & -blockN;  // a power of two dividing the tile (kBoxRowsMax)
         int const boxRows = (1 << p.pageSizeLog2) < boxMax ? (1 << p.pageSizeLog2) : boxMax;
-        if (tokens > 0 && tokens <= INT32_MAX) {
+        if (tokens > 0 && tokens <= INT32_MAX && !pagedGathersForced()) {
             cuuint64_t const dims[3] = {D, static_cast<cuuint64_t>(p.numKVHeads), static_cast<cuuint64_t>(tokens)};
             cuuint64_t const strides[2] = {D * e, static_cast<cuuint64_t>(p.numKVHeads) * D * e};
             cuuint32_t const box[3] = {boxCols, 1, static_cast<cuuint32_t>(boxRows)};
