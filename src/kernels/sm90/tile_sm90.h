@@ -99,9 +99,11 @@ struct TileSm90 {
     static constexpr int kBytesVt = kFp8 ? kHeadDim * kBlockN : 0;
     // The epilogue stages O (16-bit) row-major with 16 bytes of padding per row, in the K/V
     // space once the consumers are done with it, or (kPersistent) in kBytesO of its own after
-    // the V^T stages: 34 KB at D=128.
+    // the V^T stages, each warp's 16 rows as 64-column blocks under the 128-byte swizzle (a TMA
+    // store's box): 32 KB at D=128.
     static constexpr int kStrideO = kHeadDim + 8;
-    static constexpr int kBytesO = kPersistent ? kBlockM * kStrideO * 2 : 0;
+    static constexpr int kBytesOWarp = 16 * kHeadDim * 2;
+    static constexpr int kBytesO = kPersistent ? (kNConsumerThreads / 32) * kBytesOWarp : 0;
     // + the staged output (persistent), + the V^T stages' mbarriers (FP8), + alignment slack:
     // persistent 131 KB (D=64) and 195 KB (D=128), FP8 123 and 195 KB.
     static constexpr int kSmemBytes =

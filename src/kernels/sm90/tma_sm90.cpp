@@ -60,9 +60,10 @@ bool pagedGathersForced() {
 
 }  // namespace
 
-void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes, TmaDescs* d) {
+void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes, TmaDescs* d, bool withO) {
     d->qOk = 0;
     d->kvOk = 0;
+    d->oOk = 0;
     int const elemBytes = p.element == ElementKind::kFp8 ? 1 : 2;
     cuuint64_t const e = static_cast<cuuint64_t>(elemBytes), D = static_cast<cuuint64_t>(p.headDim);
     cuuint32_t const boxCols = static_cast<cuuint32_t>(swizzleBytes / elemBytes);  // one swizzle row
@@ -75,6 +76,12 @@ void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes,
         // memory head-minor, the tile's row order.
         cuuint32_t const box[3] = {boxCols, 1u << p.packLog2, static_cast<cuuint32_t>(blockM >> p.packLog2)};
         d->qOk = encode<3>(&d->q, p.q, dims, strides, box, elemBytes, swizzleBytes);
+        if (withO) {  // 16-bit output rows in the same layout
+            cuuint64_t const oStrides[2] = {D * 2, static_cast<cuuint64_t>(p.numQHeads) * D * 2};
+            cuuint32_t const heads = 1u << (p.packLog2 < 4 ? p.packLog2 : 4);
+            cuuint32_t const oBox[3] = {64, heads, 16 / heads};
+            d->oOk = encode<3>(&d->o, p.o, dims, oStrides, oBox, 2, 128);
+        }
     }
     if (p.kvAddressing == KvAddressing::kPaged) {
         int64_t const tokens = static_cast<int64_t>(p.numPages) << p.pageSizeLog2;
