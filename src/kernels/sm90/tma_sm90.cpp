@@ -58,6 +58,16 @@ bool pagedGathersForced() {
     return forced;
 }
 
+// FMHA_OUTPUT_STORE=copies (measurement): the persistent kernels store O by the warps' copies
+// instead of TMA stores.
+bool outputCopiesForced() {
+    static bool const forced = [] {
+        char const* env = std::getenv("FMHA_OUTPUT_STORE");
+        return env != nullptr && std::strcmp(env, "copies") == 0;
+    }();
+    return forced;
+}
+
 }  // namespace
 
 void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes, TmaDescs* d, bool withO) {
@@ -76,7 +86,7 @@ void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes,
         // memory head-minor, the tile's row order.
         cuuint32_t const box[3] = {boxCols, 1u << p.packLog2, static_cast<cuuint32_t>(blockM >> p.packLog2)};
         d->qOk = encode<3>(&d->q, p.q, dims, strides, box, elemBytes, swizzleBytes);
-        if (withO) {  // 16-bit output rows in the same layout
+        if (withO && !outputCopiesForced()) {  // 16-bit output rows in the same layout
             cuuint64_t const oStrides[2] = {D * 2, static_cast<cuuint64_t>(p.numQHeads) * D * 2};
             cuuint32_t const heads = 1u << (p.packLog2 < 4 ? p.packLog2 : 4);
             cuuint32_t const oBox[3] = {64, heads, 16 / heads};
