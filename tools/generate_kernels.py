@@ -40,9 +40,9 @@ SM90_FP8_DIMS = [64, 128, 256]
 # (src/heuristics.cpp: tileShapeFor).
 SM90_SHAPES = {
     ("kFp16", 64): [("kOneWarpGroup", ["kStrided"]), ("kPersistent", ["kStrided", "kPaged"]),
-                    ("kThreeWarpGroups", ["kStrided", "kPaged"])],
+                    ("kThreeWarpGroups", ["kStrided"])],
     ("kBf16", 64): [("kOneWarpGroup", ["kStrided"]), ("kPersistent", ["kStrided", "kPaged"]),
-                    ("kThreeWarpGroups", ["kStrided", "kPaged"])],
+                    ("kThreeWarpGroups", ["kStrided"])],
     ("kFp8", 64): [("kWideKeys", ["kStrided", "kPaged"]), ("kPersistent", ["kStrided", "kPaged"])],
     ("kFp16", 128): [("kPersistent", ["kStrided", "kPaged"])],
     ("kBf16", 128): [("kPersistent", ["kStrided", "kPaged"])],
