@@ -1,4 +1,4 @@
-// Hopper forward kernel (sm_90a): one CTA per (128-row tile, head, sequence), warp
+// Hopper forward kernel (sm_90a): one CTA per (row tile, head, sequence), warp
 // specialised; with pack GQA (FmhaParams::packLog2) the tile's rows are the query rows of a
 // KV head's whole group of query heads. Warpgroup 0 produces (TMA, or cp.async gathers, of
 // Q and the K/V tiles into an mbarrier pipeline, with few registers); the others (two, or
@@ -258,7 +258,9 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
 // tiles, the K/V pipeline's stages and phases counting on across them; the producer loads a
 // tile's Q once the consumers have done the previous tile's last Q.K^T (pipe.qEmpty), and its
 // first K/V as stages free, so that they land while the consumers finish the previous tile's
-// P.V and epilogue. The output is staged in shared memory of its own, each warp its 16 rows.
+// P.V and epilogue. The output is staged in shared memory of its own, each warp its 16 rows, and
+// leaves by one TMA store a warp (storeWarpRowsTma), which the warp waits for only before its next
+// tile's staging.
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     fwdKernelSm90Persistent(FmhaParams const p, __grid_constant__ TmaDescs const tma,
