@@ -35,7 +35,7 @@ int tileShapeSetting() {
     int v = gTileShape.load(std::memory_order_relaxed);
     if (v == -2) {
         // The names, in TileShape's order.
-        static constexpr char const* kNames[] = {"default", "wide-keys", "one-warpgroup", "persistent"};
+        static constexpr char const* kNames[] = {"default", "wide-keys", "one-warpgroup", "persistent", "three-warpgroups"};
         char const* env = std::getenv("FMHA_TILE_SHAPE");
         v = -1;
         for (int i = 0; env != nullptr && i < static_cast<int>(std::size(kNames)); ++i)
@@ -67,7 +67,11 @@ int setTileShape(int shape) {
 // (2026-12-01_ff19a35_persistent_ab.txt, 2026-12-01_persistent-order_ab.txt,
 // 2026-12-01_ebb45b4_persistent-bounds_ab.txt): causal launches of at most 8192 keys and
 // non-causal ones of at most 1024. Over paged KV under the same bounds: D=96 causal 4k +5-10%,
-// D=128 causal 8k within 1% (2026-12-01_5542a39_persist-paged_ab.txt).
+// D=128 causal 8k within 1% (2026-12-01_5542a39_persist-paged_ab.txt). 16-bit D=64 with three
+// consumer warpgroups (192-row tiles), against the default tiles: non-causal +5-8% at 2k and 4k,
+// +10% at 16k; causal +3-4% at 16k, but 1-5% below the persistent kernel at 2k and 4k
+// (2026-12-01_d457cb7_three-wg_ab.txt): contiguous KV where neither the one-warpgroup shape
+// nor the persistent kernel is taken.
 TileShape tileShapeFor(FmhaParams const& p) {
     int const forced = tileShapeSetting();
     // The persistent kernel has no bidirectional-mask union (a barrier of the whole CTA a tile)
@@ -80,11 +84,13 @@ TileShape tileShapeFor(FmhaParams const& p) {
     // The longest sequence's keys: the ViT mode's maxKvLen is the packed total of all sequences'.
     int64_t const longestKeys = p.kvRowsFromCu ? p.maxSeqLenQ : p.maxKvLen;
     if (p.headDim == 64 && !fp8 && strided && p.maxSeqLenQ <= 1024) return TileShape::kOneWarpGroup;
+    bool const persistent = p.headDim <= 128 && persistentFits && p.skipFactor == 0.0F &&
+                            longestKeys <= (p.causal ? 8192 : 1024);
+    if (p.headDim == 64 && !fp8 && strided && !persistent && p.skipFactor == 0.0F) return TileShape::kThreeWarpGroups;
     if (p.headDim == 64 && fp8 && !p.causal && p.window == INT32_MAX && p.bidirBegin == nullptr && longestKeys >= 2048)
         return TileShape::kWideKeys;
     // (Contiguous or paged KV; a launch that then splits its keys takes the default tiles.)
-    if (p.headDim <= 128 && persistentFits && p.skipFactor == 0.0F && longestKeys <= (p.causal ? 8192 : 1024))
-        return TileShape::kPersistent;
+    if (persistent) return TileShape::kPersistent;
     return TileShape::kDefault;
 }
 
@@ -96,7 +102,7 @@ int setPackGqa(int mode) {
 
 int choosePackLog2(FmhaParams const& p, int blockM) {
     int const g = p.headGroup;
-    if (g <= 1 || (g & (g - 1)) != 0 || g > blockM || p.batch <= 0) return 0;
+    if (g <= 1 || (g & (g - 1)) != 0 || g > blockM || blockM % g != 0 || p.batch <= 0) return 0;
     int log2 = 0;
     while ((1 << log2) < g) ++log2;
     // Tile rows are int32 in the kernels, sequences' lengths included.

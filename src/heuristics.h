@@ -20,7 +20,7 @@ unsigned long long* setSkipStats(unsigned long long* counters);
 
 // The Hopper tile shape for p (filled params; the shapes built: dispatch.h): the default, or
 // one that measured faster on problems like p. FMHA_TILE_SHAPE=default / wide-keys /
-// one-warpgroup / persistent in the environment forces one where it is built (measurement;
+// one-warpgroup / persistent / three-warpgroups in the environment forces one where it is built (measurement;
 // persistent not under a bidirectional mask); tests set it here (-1: automatic); returns the
 // previous setting.
 TileShape tileShapeFor(FmhaParams const& p);

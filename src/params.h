@@ -21,6 +21,7 @@ enum class TileShape : int32_t {
     kWideKeys = 1,      // FP8: 256-key tiles at D=64 (192 at D=128)
     kOneWarpGroup = 2,  // 16-bit D=64: one consumer warpgroup of 64 rows, two CTAs an SM
     kPersistent = 3,    // D=64/128, unsplit launches: the default tiles, one CTA an SM walking several
+    kThreeWarpGroups = 4,  // 16-bit D=64: three consumer warpgroups, 192-row tiles
 };
 
 struct FmhaParams {

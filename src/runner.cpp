@@ -622,7 +622,8 @@ bool preflightMode(FmhaRunner const& r, detail::SplitWorkspace& ws, typename M::
     return checkVariant(c, false) && checkVariantOf<M>(r) && selectKernel(c, &ops, a.stream, true) &&
            selectKernel(c, &shaped, a.stream, true, TileShape::kWideKeys) &&
            selectKernel(c, &shaped, a.stream, true, TileShape::kOneWarpGroup) &&
-           selectKernel(c, &shaped, a.stream, true, TileShape::kPersistent) && preflightSplits(r, c, ops, ws);
+           selectKernel(c, &shaped, a.stream, true, TileShape::kPersistent) &&
+           selectKernel(c, &shaped, a.stream, true, TileShape::kThreeWarpGroups) && preflightSplits(r, c, ops, ws);
 }
 
 }  // namespace

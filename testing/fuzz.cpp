@@ -133,9 +133,10 @@ ProblemSpec randomSpec(Rng& r, FuzzFilter const& f) {
     // One case in three forces the Hopper persistent kernel, one in six another tile shape
     // (where not built for the case, the default tiles run), also from the seed.
     uint64_t const shapeDraw = splitmix(s.seed ^ 0x5AA9EULL);
-    constexpr std::array<TileShape, 3> kOthers{TileShape::kDefault, TileShape::kWideKeys, TileShape::kOneWarpGroup};
+    constexpr std::array<TileShape, 4> kOthers{TileShape::kDefault, TileShape::kWideKeys, TileShape::kOneWarpGroup,
+                                               TileShape::kThreeWarpGroups};
     s.tileShape = shapeDraw % 6 < 2   ? static_cast<int32_t>(TileShape::kPersistent)
-                  : shapeDraw % 6 == 2 ? static_cast<int32_t>(kOthers[shapeDraw / 6 % 3])
+                  : shapeDraw % 6 == 2 ? static_cast<int32_t>(kOthers[shapeDraw / 6 % 4])
                                        : -1;
     // One FP8 case in three asks for BF16 output (also from the seed).
     s.bf16Out = s.dtype == DataType::kFP8 && splitmix(s.seed ^ 0xBF16ULL) % 3 == 0;

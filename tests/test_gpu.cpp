@@ -186,7 +186,7 @@ INSTANTIATE_TEST_SUITE_P(Families, SkipSoftmax, ::testing::Values(false, true),
 
 // The Hopper tile shapes built beside the default (TileShape), forced on problems of every
 // mode and mask they can run: one consumer warpgroup (16-bit D=64, contiguous KV: 64-row
-// tiles), 256-key tiles (FP8 D=64) and the persistent kernel (D=64 and 128, contiguous and
+// tiles), three (16-bit D=64, contiguous KV: 192-row tiles), 256-key tiles (FP8 D=64) and the persistent kernel (D=64 and 128, contiguous and
 // paged KV, unsplit: problems of more tiles than the H200 has SMs, so that CTAs walk several,
 // ragged and empty ones among them; a split launch takes the default tiles); the launch record
 // shows the shape ran (unless a test budget of shared memory, FMHA_SMEM_BUDGET, leaves it out:
@@ -209,6 +209,19 @@ TEST(TileShapes, ForcedShapesMatchReference) {
         for (Case* c : {&causal, &window, &vit}) {
             c->spec.dtype = dt;
             cases.push_back({*c, TileShape::kOneWarpGroup, 64, 128});
+        }
+        // Three consumer warpgroups (192-row tiles, contiguous KV): the causal diagonal across
+        // three key tiles, pack GQA of 4 and 64 heads (48 and 3 query positions a tile), 128
+        // heads a KV head (192 rows hold no whole group of them: unpacked).
+        Case causal3 = edge("threewg_causal_" + t, Mode::kLlm, 64, {400, 193, 1}, {700, 193, 900}, 8, 2);
+        Case window3 = edge("threewg_window_" + t, Mode::kLlm, 64, {500}, {900}, 4, 4);
+        window3.spec.window = 200;
+        Case vit3 = edge("threewg_vit_" + t, Mode::kVit, 64, {1, 191, 192, 0, 577}, {1, 191, 192, 0, 577}, 4, 4);
+        Case wide3 = edge("threewg_pack64_" + t, Mode::kLlm, 64, {7, 3}, {300, 200}, 64, 1);
+        Case unpacked3 = edge("threewg_group128_" + t, Mode::kLlm, 64, {5}, {300}, 128, 1);
+        for (Case* c : {&causal3, &window3, &vit3, &wide3, &unpacked3}) {
+            c->spec.dtype = dt;
+            cases.push_back({*c, TileShape::kThreeWarpGroups, 192, 128});
         }
     }
     Case llm8 = edge("llm_fp8_noncausal", Mode::kLlm, 64, {200, 77}, {2500, 900}, 8, 2);

@@ -1176,7 +1176,18 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
     EXPECT_EQ(vit(fmha::DataType::kFP8, 32, 512), fmha::TileShape::kPersistent);
     EXPECT_EQ(vit(fmha::DataType::kFP8, 4, 4096), fmha::TileShape::kWideKeys);
     EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kOneWarpGroup);
-    EXPECT_EQ(vit(fmha::DataType::kHALF, 4, 4096), fmha::TileShape::kDefault);
+    // 16-bit D=64 past the one-warpgroup shape's 1024 queries: three consumer warpgroups, except
+    // where the persistent kernel runs (causal of at most 8192 keys) and under skip-softmax.
+    EXPECT_EQ(vit(fmha::DataType::kHALF, 4, 4096), fmha::TileShape::kThreeWarpGroups);
+    EXPECT_EQ(vit(fmha::DataType::kBF16, 1, 2048), fmha::TileShape::kThreeWarpGroups);
+    for (int keys : {4096, 8192, 16384}) {
+        fmha::FmhaRunner const llm64(32, 32, 64, 1, keys, keys);
+        fmha::LlmArgs l;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm64, l)),
+                  keys <= 8192 ? fmha::TileShape::kPersistent : fmha::TileShape::kThreeWarpGroups);
+        l.skipSoftmaxScaleFactor = 1.0F;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm64, l)), fmha::TileShape::kDefault);
+    }
     fmha::detail::setTileShape(static_cast<int>(fmha::TileShape::kDefault));  // forced
     EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kDefault);
     fmha::detail::setTileShape(-1);

@@ -700,7 +700,8 @@ int cmdBench(Flags& f) {
         jsonRow(r, p);
         json << ", \"ours_ms\": " << gpu.medianMs << ", \"ours_tflops\": " << tflops << ", \"family\": \""
              << gpu.family << "\", \"packed_heads\": " << gpu.packedHeads << ", \"splits\": " << gpu.splits
-             << ", \"ours_tbps\": " << tbps << "}";
+             << ", \"ours_tbps\": " << tbps << ", \"block_m\": " << gpu.blockM << ", \"block_n\": " << gpu.blockN
+             << ", \"persistent\": " << (gpu.persistent ? "true" : "false") << "}";
     }
     json << "\n]\n";
     std::fprintf(stderr, "\n");

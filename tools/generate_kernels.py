@@ -39,14 +39,17 @@ SM90_FP8_DIMS = [64, 128, 256]
 # dim): dense instances of the listed addressings; the heuristics choose them per problem
 # (src/heuristics.cpp: tileShapeFor).
 SM90_SHAPES = {
-    ("kFp16", 64): [("kOneWarpGroup", ["kStrided"]), ("kPersistent", ["kStrided", "kPaged"])],
-    ("kBf16", 64): [("kOneWarpGroup", ["kStrided"]), ("kPersistent", ["kStrided", "kPaged"])],
+    ("kFp16", 64): [("kOneWarpGroup", ["kStrided"]), ("kPersistent", ["kStrided", "kPaged"]),
+                    ("kThreeWarpGroups", ["kStrided"])],
+    ("kBf16", 64): [("kOneWarpGroup", ["kStrided"]), ("kPersistent", ["kStrided", "kPaged"]),
+                    ("kThreeWarpGroups", ["kStrided"])],
     ("kFp8", 64): [("kWideKeys", ["kStrided", "kPaged"]), ("kPersistent", ["kStrided", "kPaged"])],
     ("kFp16", 128): [("kPersistent", ["kStrided", "kPaged"])],
     ("kBf16", 128): [("kPersistent", ["kStrided", "kPaged"])],
     ("kFp8", 128): [("kPersistent", ["kStrided", "kPaged"])],
 }
-SHAPE_SUFFIX = {"kOneWarpGroup": "_onewg", "kWideKeys": "_widekeys", "kPersistent": "_persistent"}
+SHAPE_SUFFIX = {"kOneWarpGroup": "_onewg", "kWideKeys": "_widekeys", "kPersistent": "_persistent",
+                "kThreeWarpGroups": "_threewg"}
 SM90_HEAD_DIMS = sorted({h for _, _, h, _ in HEAD_DIMS if h})
 # Kernel head dims that only paged-mode API head dims reach: no contiguous-KV instance.
 PAGED_ONLY_DIMS = {p for _, p, _, paged in HEAD_DIMS if paged} - {p for _, p, _, paged in HEAD_DIMS if not paged}

@@ -1,12 +1,14 @@
-// Hopper forward kernel (sm_90a): one CTA per (128-row tile, head, sequence), warp
+// Hopper forward kernel (sm_90a): one CTA per (row tile, head, sequence), warp
 // specialised; with pack GQA (FmhaParams::packLog2) the tile's rows are the query rows of a
 // KV head's whole group of query heads. Warpgroup 0 produces (TMA, or cp.async gathers, of
-// Q and the K/V tiles into an mbarrier pipeline, with few registers); warpgroups 1 and 2
-// consume, 64 rows each (wgmma and softmax, with the rest). Orchestration only: roles,
+// Q and the K/V tiles into an mbarrier pipeline, with few registers); the others (two, or
+// one or three in some tile shapes) consume, 64 rows each (wgmma and softmax, with the rest). Orchestration only: roles,
 // barriers, the epilogue.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
@@ -29,6 +31,27 @@ namespace fmha::sm90 {
 template <ElementKind kElem, int kHeadDim, TileShape kShape = TileShape::kDefault>
 using TileOf = TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes, kShape>;
 
+// f(std::integral_constant<int, I>) for each I of the sequence, in order.
+template <class F, int... kI>
+__device__ inline void forEachConstant(F const& f, std::integer_sequence<int, kI...>) {
+    (f(std::integral_constant<int, kI>{}), ...);
+}
+
+// A warp's LSE of an unsplit launch, where asked for (lanes t == 0 store).
+__device__ inline void storeWarpLse(FmhaParams const& p, SeqInfo const& seq, int b, int hq, int warpRow0, int warpRows,
+                                    float const (&lse)[2], int g, int t) {
+    if (p.lse != nullptr && t == 0) {
+        PackedRows const packed(p);
+        float* gLse = p.lse + static_cast<int64_t>(b) * p.lseBatchStride + static_cast<int64_t>(hq) * p.lseHeadStride +
+                      (p.lsePacked ? seq.qBegin : 0);
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            int const i = warpRow0 + g + 8 * r;  // written out: storeLse would reassociate this sum
+            if (g + 8 * r < warpRows) gLse[packed.head(i) * p.lseHeadStride + packed.query(i)] = lse[r];
+        }
+    }
+}
+
 // The epilogue of a warp's rows of an unsplit launch: O (times scaleOut) staged in sStage (the
 // warp's 16 rows) and stored; LSE where asked for.
 template <class ET, class Tile>
@@ -42,15 +65,76 @@ __device__ inline void storeWarpRows(FmhaParams const& p, SeqInfo const& seq, in
     Out* gO = static_cast<Out*>(p.o) + seq.qBegin * rowStride + static_cast<int64_t>(hq) * D;
     auto oOffset = [&](int r) { return packed.offset(warpRow0 + r, rowStride, D); };
     storeOutput<ET, 1, Tile::kDim, Tile::kStrideO>(o3, scaleOut, sStage, lane, gO, oOffset, warpRows, D, p.outBf16);
-    if (p.lse != nullptr && t == 0) {
-        float* gLse = p.lse + static_cast<int64_t>(b) * p.lseBatchStride + static_cast<int64_t>(hq) * p.lseHeadStride +
-                      (p.lsePacked ? seq.qBegin : 0);
+    storeWarpLse(p, seq, b, hq, warpRow0, warpRows, lse, g, t);
+}
+
+// The persistent kernel's epilogue of a warp's rows: O (times scaleOut) staged in sStage, the
+// warp's 16 rows as 64-column blocks of 128-byte swizzled rows (1024-byte aligned), then stored
+// by a TMA store where the warp holds 16 rows and O's descriptor exists (lane 0 issues it; the
+// warp's next call waits until it has read sStage), by the warp's copies otherwise; LSE where
+// asked for. Lane 0 waits for its last store's reads before the kernel ends (tma_store_wait).
+template <class ET, class Tile>
+__device__ inline void storeWarpRowsTma(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq, int b, int hq,
+                                        int warpRow0, int warpRows, float const (&o3)[1][Tile::kDim / 8][4],
+                                        float const (&scaleOut)[2], float const (&lse)[2], uint32_t sStage,
+                                        int lane) {
+    using Out = typename ET::Out;
+    int const D = p.headDim, g = lane / 4, t = lane % 4;
+    if (lane == 0) cute::tma_store_wait<0>();  // the warp's previous store has read sStage
+    __syncwarp();
+    // Row g + 8r, 16-byte chunk nt % 8 of column block nt / 8 (g == row % 8: the swizzle's phase):
+    // the lane's address with chunk 0 (sStage is 1024-byte aligned, so its low bits are the
+    // lane's), the chunk XORed into bits 4-6 by the store's own instruction (volatile: the 8
+    // addresses are not hoisted out of the persistent loop, where they spilled).
+    uint32_t const lane0 = sStage + g * 128 + (g << 4) + 4 * t;
+    auto stage = [&](auto ntTag) {  // (the chunk and offsets are asm immediates: nt a constant)
+        constexpr int nt = decltype(ntTag)::value;
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-            int const i = warpRow0 + g + 8 * r;  // written out: storeLse would reassociate this sum
-            if (g + 8 * r < warpRows) gLse[packed.head(i) * p.lseHeadStride + packed.query(i)] = lse[r];
+            uint32_t const v = packOut<ET>(o3[0][nt][2 * r] * scaleOut[r], o3[0][nt][2 * r + 1] * scaleOut[r], p.outBf16);
+            if (r == 0)
+                asm volatile("{\n .reg .b32 a;\n xor.b32 a, %0, %1;\n st.shared.u32 [a + %2], %3;\n}" ::"r"(lane0),
+                             "n"((nt % 8) << 4), "n"((nt / 8) * 2048), "r"(v)
+                             : "memory");
+            else
+                asm volatile("{\n .reg .b32 a;\n xor.b32 a, %0, %1;\n st.shared.u32 [a + %2], %3;\n}" ::"r"(lane0),
+                             "n"((nt % 8) << 4), "n"((nt / 8) * 2048 + 1024), "r"(v)
+                             : "memory");
+        }
+    };
+    forEachConstant(stage, std::make_integer_sequence<int, Tile::kDim / 8>{});
+    PackedRows const packed(p);
+    if (warpRows == 16 && tma.oOk) {
+        cutlass::arch::fence_view_async_shared();  // these writes -> the TMA store's reads
+        __syncwarp();
+        if (lane == 0) {
+            int32_t const head = hq + packed.head(warpRow0), row = static_cast<int32_t>(seq.qBegin) + packed.query(warpRow0);
+#pragma unroll
+            for (int cb = 0; cb < Tile::kDim / 64; ++cb)
+                if (cb * 64 < D)
+                    asm volatile(
+                        "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
+                            reinterpret_cast<uint64_t>(&tma.o)),
+                        "r"(sStage + cb * 2048), "r"(cb * 64), "r"(head), "r"(row)
+                        : "memory");
+            cute::tma_store_arrive();
+        }
+    } else {
+        __syncwarp();
+        int64_t const rowStride = static_cast<int64_t>(p.numQHeads) * D;
+        Out* gO = static_cast<Out*>(p.o) + seq.qBegin * rowStride + static_cast<int64_t>(hq) * D;
+        int const chunks = D / 8;
+        for (int idx = lane; idx < warpRows * chunks; idx += 32) {
+            int const r = idx / chunks, c = idx % chunks;
+            uint4 v;
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                         : "r"(sStage + (c / 8) * 2048 + r * 128 + (((c % 8) ^ (r % 8)) << 4))
+                         : "memory");
+            *reinterpret_cast<uint4*>(gO + packed.offset(warpRow0 + r, rowStride, D) + c * 8) = v;
         }
     }
+    storeWarpLse(p, seq, b, hq, warpRow0, warpRows, lse, g, t);
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
@@ -73,7 +157,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     uint64_t* vtBar = reinterpret_cast<uint64_t*>(sVt + Tile::kStages * Tile::kBytesVt);
     __shared__ PipelineSm90<Tile::kStages> pipe;
     __shared__ int sBidir[2];
-    __shared__ uint32_t sDrops[2][2];  // kSkip: each consumer warpgroup's drop bytes, [tile parity][warp]
+    __shared__ uint32_t sDrops[Tile::kNConsumerWarpGroups][2];  // kSkip: each consumer warpgroup's drop bytes, [tile parity][warp]
 
     // A split-KV combine launched after this kernel as its programmatic dependent may be
     // scheduled from now on (it waits for this grid's completion before reading).
@@ -174,7 +258,9 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
 // tiles, the K/V pipeline's stages and phases counting on across them; the producer loads a
 // tile's Q once the consumers have done the previous tile's last Q.K^T (pipe.qEmpty), and its
 // first K/V as stages free, so that they land while the consumers finish the previous tile's
-// P.V and epilogue. The output is staged in shared memory of its own, each warp its 16 rows.
+// P.V and epilogue. The output is staged in shared memory of its own, each warp its 16 rows, and
+// leaves by one TMA store a warp (storeWarpRowsTma), which the warp waits for only before its next
+// tile's staging.
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     fwdKernelSm90Persistent(FmhaParams const p, __grid_constant__ TmaDescs const tma,
@@ -182,7 +268,6 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     using Elem = typename ElemOf<kElem>::type;
     using Tile = TileOf<kElem, kHeadDim, kShape>;
     using ET = ElemTraits<Elem>;
-    using Out = typename ET::Out;
     static_assert(Tile::kPersistent && !kSkip, "the persistent instances");
     constexpr int kBlockM = Tile::kBlockM;
 
@@ -192,8 +277,8 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     unsigned char* sK = sQ + Tile::kBytesQ;
     unsigned char* sV = sK + Tile::kStages * Tile::kBytesKV;
     unsigned char* sVt = sV + Tile::kStages * Tile::kBytesKV;
-    Out* sO = reinterpret_cast<Out*>(sVt + Tile::kStages * Tile::kBytesVt);
-    uint64_t* vtBar = reinterpret_cast<uint64_t*>(reinterpret_cast<unsigned char*>(sO) + Tile::kBytesO);
+    unsigned char* sO = sVt + Tile::kStages * Tile::kBytesVt;  // 1024-byte aligned: whole tiles before it
+    uint64_t* vtBar = reinterpret_cast<uint64_t*>(sO + Tile::kBytesO);
     __shared__ PipelineSm90<Tile::kStages> pipe;
 
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -261,7 +346,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     uint32_t const sKAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sK));
     uint32_t const sVAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sV));
     uint32_t const sVtAddr = static_cast<uint32_t>(__cvta_generic_to_shared(sVt));
-    Out* sStage = sO + cwarp * 16 * Tile::kStrideO;
+    uint32_t const sStage = static_cast<uint32_t>(__cvta_generic_to_shared(sO)) + cwarp * Tile::kBytesOWarp;
     int it = 0, qIter = 0;
 #pragma unroll 1
     for (int w = blockIdx.x; w < tiles.items; w += gridDim.x) {
@@ -295,9 +380,10 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
             for (int r = 0; r < 2; ++r) scaleOut[r] = invSum[r] * p.outScale;
             auto const& o3 = *reinterpret_cast<float const(*)[1][kHeadDim / 8][4]>(&o);
             __syncwarp();  // the warp's copies of its previous tile out of sStage are done
-            storeWarpRows<ET, Tile>(p, seq, x.b, x.hq, warpRow0, warpRows, o3, scaleOut, lse, sStage, lane);
+            storeWarpRowsTma<ET, Tile>(p, tma, seq, x.b, x.hq, warpRow0, warpRows, o3, scaleOut, lse, sStage, lane);
         }
     }
+    if (lane == 0) cute::tma_store_wait<0>();  // sStage outlives its last store's reads
 }
 
 }  // namespace fmha::sm90

@@ -45,7 +45,7 @@ template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileSha
 cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::launch(FmhaParams const& p, cudaStream_t stream) {
     using Tile = TileOf<kElem, kHeadDim, kShape>;
     TmaDescs tma;
-    makeTmaDescs(p, Tile::kBlockM, Tile::kBlockN, Tile::kSwizzleBytes, &tma);
+    makeTmaDescs(p, Tile::kBlockM, Tile::kBlockN, Tile::kSwizzleBytes, &tma, Tile::kPersistent);
     void const* kernel = reinterpret_cast<void const*>(kernelOf<kElem, kHeadDim, kKv, kSkip, kShape>());
     if constexpr (Tile::kPersistent) {
         return launchPersistent<Tile>(kernel, p, tma, stream);

@@ -491,7 +491,7 @@ struct ConsumerSm90 {
     int row0;             // the first tile row this thread holds (it also holds row0 + 8; see PackedRows)
     int t;                // lane position in its quad
     bool leadLane;        // lane 0: arrives for its warp
-    int wg;               // consumer warpgroup, 0 or 1
+    int wg;               // consumer warpgroup, 0 .. kNConsumerWarpGroups - 1
     float skipLog2;       // kSkip: log2(lambda); -inf where the sequence skips nothing (lambda >= 1)
     uint32_t sVt;         // FP8: the V^T stages
     uint64_t* vtBar;      // FP8: their barriers (kStages full, then kStages empty)
@@ -499,19 +499,22 @@ struct ConsumerSm90 {
     int it0 = 0;          // the pipeline's tiles before this row tile's (persistent kernels; see produceTiles)
     uint32_t qPhase = 0;  // the phase of Q's barriers for this row tile
 
-    // Ping-pong: the two warpgroups take turns issuing their GEMMs, so that the tensor cores
-    // run one warpgroup's GEMMs while the other does its softmax. Each issue section waits
-    // on its own named barrier and then opens the other's; warpgroup 1 opens warpgroup 0's
-    // first turn and skips its own last opening, so that every barrier phase completes
-    // (both warpgroups visit the same tiles).
+    // Ping-pong: the warpgroups take turns issuing their GEMMs in a ring (0, 1[, 2], 0, ...),
+    // so that the tensor cores run one warpgroup's GEMMs while the others do their softmax.
+    // Each issue section waits on its own named barrier (its 128 threads and the arrivals of
+    // the warpgroup before it) and then opens the next one's; the last warpgroup opens
+    // warpgroup 0's first turn and skips its own last opening, so that every barrier phase
+    // completes (all warpgroups visit the same tiles).
+    static constexpr int kLastWg = Tile::kNConsumerWarpGroups - 1;
     __device__ void turnBegin() const {
-        if constexpr (Tile::kPingPong)
-            cutlass::arch::NamedBarrier::sync(Tile::kNConsumerThreads, Tile::kBarrierTurn0 + wg);
+        if constexpr (Tile::kPingPong) cutlass::arch::NamedBarrier::sync(256, Tile::kBarrierTurn0 + wg);
     }
     __device__ void turnEnd(bool last) const {
         if constexpr (Tile::kPingPong)
-            if (!(last && wg == 1))
-                cutlass::arch::NamedBarrier::arrive(Tile::kNConsumerThreads, Tile::kBarrierTurn0 + (wg ^ 1));
+            if (!(last && wg == kLastWg))
+                cutlass::arch::NamedBarrier::arrive(256, Tile::kBarrierTurn0 + (kLastWg == 1      ? wg ^ 1
+                                                                                 : wg == kLastWg ? 0
+                                                                                                 : wg + 1));
     }
 
     // FP8: V means its V^T stage.
@@ -735,7 +738,7 @@ struct ConsumerSm90 {
             bool moved;  // (O is still zero: nothing to rescale)
             waitFull(kK, 0);
             if constexpr (Tile::kPingPong)
-                if (wg == 1) cutlass::arch::NamedBarrier::arrive(Tile::kNConsumerThreads, Tile::kBarrierTurn0);
+                if (wg == kLastWg) cutlass::arch::NamedBarrier::arrive(256, Tile::kBarrierTurn0);
             turnBegin();
             issueQK<T, kHeadDim, kBlockN, Tile::kBlockM>(sQ, stage(sK, 0), s);
             turnEnd(false);

@@ -16,8 +16,9 @@ struct TileSm90 {
     static constexpr bool kFp8 = kElemBytes == 1;
     static_assert(kShape != TileShape::kWideKeys || (kFp8 && (kHeadDim == 64 || kHeadDim == 128)),
                   "wide key tiles: FP8 at D=64 and 128");
-    static_assert(kShape != TileShape::kOneWarpGroup || (!kFp8 && kHeadDim == 64),
-                  "one consumer warpgroup: 16-bit D=64");
+    static_assert((kShape != TileShape::kOneWarpGroup && kShape != TileShape::kThreeWarpGroups) ||
+                      (!kFp8 && kHeadDim == 64),
+                  "one or three consumer warpgroups: 16-bit D=64");
     // kPersistent: the default tiles, one CTA an SM walking several tiles (the output staged
     // in shared memory of its own, so that the producer loads the next tile's Q and K/V while
     // the consumers finish the current one); D=256's stages leave no room for that staging.
@@ -27,7 +28,12 @@ struct TileSm90 {
     // consumer warpgroups of 64 query rows each (the wgmma M); kOneWarpGroup: one consumer
     // warpgroup and two CTAs an SM, so that one CTA's prologue and epilogue overlap the
     // other's mainloop (short sequences), at the cost of ping-pong and of K/V loaded per 64 rows.
-    static constexpr int kNConsumerWarpGroups = kShape == TileShape::kOneWarpGroup ? 1 : 2;
+    // kThreeWarpGroups: three consumer warpgroups taking turns at the tensor cores (192-row
+    // tiles), so that two of them can be in their softmax while the third's GEMMs run: at D=64
+    // a warpgroup's exponentials take the SM's MUFU as long as its two GEMMs take the tensor cores.
+    static constexpr int kNConsumerWarpGroups = kShape == TileShape::kOneWarpGroup       ? 1
+                                                : kShape == TileShape::kThreeWarpGroups ? 3
+                                                                                        : 2;
     static constexpr int kMinBlocks = kNConsumerWarpGroups == 1 ? 2 : 1;  // CTAs an SM (__launch_bounds__)
     static constexpr int kNConsumerThreads = 128 * kNConsumerWarpGroups;
     static constexpr int kNThreads = 128 + kNConsumerThreads;
@@ -59,23 +65,26 @@ struct TileSm90 {
     // the registers of 16-bit P (O + S + P: 168 at D=256).
     // One consumer warpgroup, two CTAs an SM: 2 * (128 * 32 + 128 * 224) = 65536. Persistent
     // (16-bit): the producer walks its tiles in a loop that spills at 40 (128 * 48 + 256 * 224).
-    static constexpr int kProducerRegs = kNConsumerWarpGroups == 1 ? 32
+    // Three consumer warpgroups: 128 * 32 + 384 * 160 = 65536 (D=64: O 32, S 64 and P 32).
+    static constexpr int kProducerRegs = kNConsumerWarpGroups != 2 ? 32
                                          : kFp8                      ? 56
                                          : kHeadDim == 256           ? 24
                                          : kPersistent               ? 48
                                                                      : 40;
-    static constexpr int kConsumerRegs = kNConsumerWarpGroups == 1 || kFp8 || kPersistent ? 224
+    static constexpr int kConsumerRegs = kNConsumerWarpGroups == 3                           ? 160
+                                         : kNConsumerWarpGroups == 1 || kFp8 || kPersistent ? 224
                                          : kHeadDim == 256                                ? 240
                                                                                           : 232;
-    // Ping-pong scheduling of the two consumer warpgroups (named barriers 2 and 3; 0 is
-    // __syncthreads, 1 the consumers' meeting before the epilogue, 4 and 5 skip-softmax's votes).
+    // Ping-pong scheduling of the consumer warpgroups in turn (named barriers 2, 3 and, with
+    // three, 4: warpgroup w's turn; 0 is __syncthreads, 1 the consumers' meeting before the
+    // epilogue, 7 and 8 skip-softmax's votes without ping-pong).
 #ifndef FMHA_SM90_PINGPONG
 #define FMHA_SM90_PINGPONG 1
 #endif
-    static constexpr bool kPingPong = FMHA_SM90_PINGPONG != 0 && kNConsumerWarpGroups == 2;
+    static constexpr bool kPingPong = FMHA_SM90_PINGPONG != 0 && kNConsumerWarpGroups >= 2;
     static constexpr int kBarrierConsumers = 1;
     static constexpr int kBarrierTurn0 = 2;
-    static constexpr int kBarrierSkip0 = 4;  // skip-softmax without ping-pong: each warpgroup's drop exchange (4, 5)
+    static constexpr int kBarrierSkip0 = 7;  // skip-softmax without ping-pong: each warpgroup's drop exchange (7, 8)
     // Shared memory in 128-byte swizzled rows: 128 bytes of columns per block (64 16-bit or
     // 128 FP8 elements), blocks of rows x 128 B.
     static constexpr int kRowBytes = kHeadDim * kElemBytes;
@@ -90,11 +99,13 @@ struct TileSm90 {
     static constexpr int kBytesVt = kFp8 ? kHeadDim * kBlockN : 0;
     // The epilogue stages O (16-bit) row-major with 16 bytes of padding per row, in the K/V
     // space once the consumers are done with it, or (kPersistent) in kBytesO of its own after
-    // the V^T stages: 34 KB at D=128.
+    // the V^T stages, each warp's 16 rows as 64-column blocks under the 128-byte swizzle (a TMA
+    // store's box): 32 KB at D=128.
     static constexpr int kStrideO = kHeadDim + 8;
-    static constexpr int kBytesO = kPersistent ? kBlockM * kStrideO * 2 : 0;
+    static constexpr int kBytesOWarp = 16 * kHeadDim * 2;
+    static constexpr int kBytesO = kPersistent ? (kNConsumerThreads / 32) * kBytesOWarp : 0;
     // + the staged output (persistent), + the V^T stages' mbarriers (FP8), + alignment slack:
-    // persistent 131 KB (D=64) and 195 KB (D=128), FP8 123 and 195 KB.
+    // persistent 129 KB (D=64) and 193 KB (D=128), FP8 121 and 193 KB.
     static constexpr int kSmemBytes =
         kBytesQ + 2 * kStages * kBytesKV + kStages * kBytesVt + kBytesO + (kFp8 ? 16 * kStages : 0) + 1024;
     static_assert(kSmemBytes <= 227 * 1024, "within the SM's opt-in shared memory");

@@ -3,6 +3,8 @@
 #include "kernels/sm90/tma_sm90.h"
 
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 
 #include <cuda_runtime_api.h>
 
@@ -46,11 +48,32 @@ bool encode(CUtensorMap* map, void const* base, cuuint64_t const (&dims)[kRank],
               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// FMHA_PAGED_GATHER=cp-async (measurement): paged K/V tiles through the producer's cp.async
+// gathers instead of one TMA box a page.
+bool pagedGathersForced() {
+    static bool const forced = [] {
+        char const* env = std::getenv("FMHA_PAGED_GATHER");
+        return env != nullptr && std::strcmp(env, "cp-async") == 0;
+    }();
+    return forced;
+}
+
+// FMHA_OUTPUT_STORE=copies (measurement): the persistent kernels store O by the warps' copies
+// instead of TMA stores.
+bool outputCopiesForced() {
+    static bool const forced = [] {
+        char const* env = std::getenv("FMHA_OUTPUT_STORE");
+        return env != nullptr && std::strcmp(env, "copies") == 0;
+    }();
+    return forced;
+}
+
 }  // namespace
 
-void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes, TmaDescs* d) {
+void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes, TmaDescs* d, bool withO) {
     d->qOk = 0;
     d->kvOk = 0;
+    d->oOk = 0;
     int const elemBytes = p.element == ElementKind::kFp8 ? 1 : 2;
     cuuint64_t const e = static_cast<cuuint64_t>(elemBytes), D = static_cast<cuuint64_t>(p.headDim);
     cuuint32_t const boxCols = static_cast<cuuint32_t>(swizzleBytes / elemBytes);  // one swizzle row
@@ -63,12 +86,18 @@ void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes,
         // memory head-minor, the tile's row order.
         cuuint32_t const box[3] = {boxCols, 1u << p.packLog2, static_cast<cuuint32_t>(blockM >> p.packLog2)};
         d->qOk = encode<3>(&d->q, p.q, dims, strides, box, elemBytes, swizzleBytes);
+        if (withO && !outputCopiesForced()) {  // 16-bit output rows in the same layout
+            cuuint64_t const oStrides[2] = {D * 2, static_cast<cuuint64_t>(p.numQHeads) * D * 2};
+            cuuint32_t const heads = 1u << (p.packLog2 < 4 ? p.packLog2 : 4);
+            cuuint32_t const oBox[3] = {64, heads, 16 / heads};
+            d->oOk = encode<3>(&d->o, p.o, dims, oStrides, oBox, 2, 128);
+        }
     }
     if (p.kvAddressing == KvAddressing::kPaged) {
         int64_t const tokens = static_cast<int64_t>(p.numPages) << p.pageSizeLog2;
         int const boxMax = blockN & -blockN;  // a power of two dividing the tile (kBoxRowsMax)
         int const boxRows = (1 << p.pageSizeLog2) < boxMax ? (1 << p.pageSizeLog2) : boxMax;
-        if (tokens > 0 && tokens <= INT32_MAX) {
+        if (tokens > 0 && tokens <= INT32_MAX && !pagedGathersForced()) {
             cuuint64_t const dims[3] = {D, static_cast<cuuint64_t>(p.numKVHeads), static_cast<cuuint64_t>(tokens)};
             cuuint64_t const strides[2] = {D * e, static_cast<cuuint64_t>(p.numKVHeads) * D * e};
             cuuint32_t const box[3] = {boxCols, 1, static_cast<cuuint32_t>(boxRows)};

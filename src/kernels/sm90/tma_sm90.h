@@ -20,12 +20,17 @@ struct TmaDescs {
     // Paged: k is the pool (D, numKVHeads, tokens), box (C, 1, min(pageSize, blockN)); v unused.
     CUtensorMap k;
     CUtensorMap v;
+    // O (16-bit, persistent kernels): (D, numQHeads, Q rows), box (64, H, 16 / H) with
+    // H = min(2^packLog2, 16): a consumer warp's 16 tile rows, under the 128-byte swizzle.
+    CUtensorMap o;
     int32_t qOk = 0;
     int32_t kvOk = 0;
+    int32_t oOk = 0;
 };
 
-// Fills d for a launch with the given tile sizes (16-bit or FP8 elements, p.element). Never
-// fails: an operand whose descriptor cannot be encoded keeps its flag at 0.
-void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes, TmaDescs* d);
+// Fills d for a launch with the given tile sizes (16-bit or FP8 elements, p.element); O's
+// descriptor only with withO. Never fails: an operand whose descriptor cannot be encoded keeps
+// its flag at 0.
+void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes, TmaDescs* d, bool withO = false);
 
 }  // namespace fmha::sm90
