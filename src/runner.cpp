@@ -618,12 +618,12 @@ bool preflightMode(FmhaRunner const& r, detail::SplitWorkspace& ws, typename M::
     detail::clearError();
     Common const c = M::common(r, a, bidirectional);
     detail::KernelOps ops, shaped;
+    if (!checkVariant(c, false) || !checkVariantOf<M>(r) || !selectKernel(c, &ops, a.stream, true)) return false;
     // Every tile shape a run may pick is prepared here, outside any capture.
-    return checkVariant(c, false) && checkVariantOf<M>(r) && selectKernel(c, &ops, a.stream, true) &&
-           selectKernel(c, &shaped, a.stream, true, TileShape::kWideKeys) &&
-           selectKernel(c, &shaped, a.stream, true, TileShape::kOneWarpGroup) &&
-           selectKernel(c, &shaped, a.stream, true, TileShape::kPersistent) &&
-           selectKernel(c, &shaped, a.stream, true, TileShape::kThreeWarpGroups) && preflightSplits(r, c, ops, ws);
+    for (TileShape shape :
+         {TileShape::kWideKeys, TileShape::kOneWarpGroup, TileShape::kPersistent, TileShape::kThreeWarpGroups})
+        if (!selectKernel(c, &shaped, a.stream, true, shape)) return false;
+    return preflightSplits(r, c, ops, ws);
 }
 
 }  // namespace

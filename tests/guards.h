@@ -23,29 +23,24 @@ private:
     bool previous_;
 };
 
+// An integer setting of detail:: (kSet stores a value and returns the previous one) held for
+// the guard's scope.
+template <int (*kSet)(int)>
+class ScopedSetting {
+public:
+    explicit ScopedSetting(int value) : previous_(kSet(value)) {}
+    ~ScopedSetting() { kSet(previous_); }
+    ScopedSetting(ScopedSetting const&) = delete;
+    ScopedSetting& operator=(ScopedSetting const&) = delete;
+
+private:
+    int previous_;
+};
+
 // The Hopper tile shape: -1 the heuristic, else a TileShape forced where it is built.
-class ScopedTileShape {
-public:
-    explicit ScopedTileShape(int shape) : previous_(detail::setTileShape(shape)) {}
-    ~ScopedTileShape() { detail::setTileShape(previous_); }
-    ScopedTileShape(ScopedTileShape const&) = delete;
-    ScopedTileShape& operator=(ScopedTileShape const&) = delete;
-
-private:
-    int previous_;
-};
-
+using ScopedTileShape = ScopedSetting<&detail::setTileShape>;
 // The pack-GQA setting: -1 the heuristic, 1 always, 0 never.
-class ScopedPackGqa {
-public:
-    explicit ScopedPackGqa(int mode) : previous_(detail::setPackGqa(mode)) {}
-    ~ScopedPackGqa() { detail::setPackGqa(previous_); }
-    ScopedPackGqa(ScopedPackGqa const&) = delete;
-    ScopedPackGqa& operator=(ScopedPackGqa const&) = delete;
-
-private:
-    int previous_;
-};
+using ScopedPackGqa = ScopedSetting<&detail::setPackGqa>;
 
 // Skip-softmax counters (FmhaParams::skipStats) for the launches in its scope: the Hopper
 // family's (warpgroup, key tile) steps and the P.V products it skipped, its (warp, key tile)

@@ -37,6 +37,14 @@ __device__ inline void forEachConstant(F const& f, std::integer_sequence<int, kI
     (f(std::integral_constant<int, kI>{}), ...);
 }
 
+// st.shared.u32 of v at (base ^ kXor) + kOffset, both constants immediates of the instructions.
+template <int kXor, int kOffset>
+__device__ inline void storeSharedXor(uint32_t base, uint32_t v) {
+    asm volatile("{\n .reg .b32 a;\n xor.b32 a, %0, %1;\n st.shared.u32 [a + %2], %3;\n}" ::"r"(base), "n"(kXor),
+                 "n"(kOffset), "r"(v)
+                 : "memory");
+}
+
 // A warp's LSE of an unsplit launch, where asked for (lanes t == 0 store).
 __device__ inline void storeWarpLse(FmhaParams const& p, SeqInfo const& seq, int b, int hq, int warpRow0, int warpRows,
                                     float const (&lse)[2], int g, int t) {
@@ -89,18 +97,11 @@ __device__ inline void storeWarpRowsTma(FmhaParams const& p, TmaDescs const& tma
     uint32_t const lane0 = sStage + g * 128 + (g << 4) + 4 * t;
     auto stage = [&](auto ntTag) {  // (the chunk and offsets are asm immediates: nt a constant)
         constexpr int nt = decltype(ntTag)::value;
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            uint32_t const v = packOut<ET>(o3[0][nt][2 * r] * scaleOut[r], o3[0][nt][2 * r + 1] * scaleOut[r], p.outBf16);
-            if (r == 0)
-                asm volatile("{\n .reg .b32 a;\n xor.b32 a, %0, %1;\n st.shared.u32 [a + %2], %3;\n}" ::"r"(lane0),
-                             "n"((nt % 8) << 4), "n"((nt / 8) * 2048), "r"(v)
-                             : "memory");
-            else
-                asm volatile("{\n .reg .b32 a;\n xor.b32 a, %0, %1;\n st.shared.u32 [a + %2], %3;\n}" ::"r"(lane0),
-                             "n"((nt % 8) << 4), "n"((nt / 8) * 2048 + 1024), "r"(v)
-                             : "memory");
-        }
+        auto word = [&](int r) {
+            return packOut<ET>(o3[0][nt][2 * r] * scaleOut[r], o3[0][nt][2 * r + 1] * scaleOut[r], p.outBf16);
+        };
+        storeSharedXor<(nt % 8) << 4, (nt / 8) * 2048>(lane0, word(0));
+        storeSharedXor<(nt % 8) << 4, (nt / 8) * 2048 + 1024>(lane0, word(1));  // row g + 8
     };
     forEachConstant(stage, std::make_integer_sequence<int, Tile::kDim / 8>{});
     PackedRows const packed(p);

@@ -635,12 +635,15 @@ struct ConsumerSm90 {
 
     // P = 0 for this warp's rows: it dropped the tile whose P.V its warpgroup still issues.
     // Done just before that P.V (not when the warp drops the tile), where pa is live on the
-    // other path: zeroing it at the drop was hoisted into every step (16 CS2R a step).
+    // other path: zeroing it at the drop was hoisted into every step (16 CS2R a step). The
+    // empty asm keeps the zeroing behind the caller's branch: without it ptxas turns the 32
+    // moves into 32 selects that every step issues.
     __device__ static void zeroP(uint32_t (&pa)[kPSteps][4]) {
 #pragma unroll
         for (int kk = 0; kk < kPSteps; ++kk)
 #pragma unroll
             for (int r = 0; r < 4; ++r) pa[kk][r] = 0;
+        asm volatile("" ::: "memory");
     }
 
     // After tile i's softmax and the P.V that read pa: P of tile i into pa (a warp that dropped
@@ -703,12 +706,7 @@ struct ConsumerSm90 {
                 body<kMasked, false>(i, nLast, rm, live, pa, o, softmax, dropped);
                 return true;
             }
-            if (dropped) {  // this warp dropped tile i-1, another warp of the group did not
-                zeroP(pa);
-                // Keeps the zeroing behind its branch: without it ptxas turns the 32 moves into 32
-                // selects that every step issues.
-                asm volatile("" ::: "memory");
-            }
+            if (dropped) zeroP(pa);  // this warp dropped tile i-1, another warp of the group did not
         }
         body<kMasked, true>(i, nLast, rm, live, pa, o, softmax, dropped);
         return false;
@@ -773,10 +771,7 @@ struct ConsumerSm90 {
         waitFull(kV, nTiles - 1);
         turnBegin();
         bool const skipLast = kSkip && groupDropped(nTiles - 1);
-        if (kSkip && !skipLast && dropped) {
-            zeroP(pa);
-            asm volatile("" ::: "memory");
-        }
+        if (kSkip && !skipLast && dropped) zeroP(pa);
         if (!skipLast) issuePVStage(pa, nTiles - 1, o);
         turnEnd(true);
         cute::warpgroup_wait<0>();

@@ -48,23 +48,23 @@ bool encode(CUtensorMap* map, void const* base, cuuint64_t const (&dims)[kRank],
               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// FMHA_PAGED_GATHER=cp-async (measurement): paged K/V tiles through the producer's cp.async
-// gathers instead of one TMA box a page.
+// Whether the environment sets name to value (the measurement knobs below, read once each).
+bool envIs(char const* name, char const* value) {
+    char const* env = std::getenv(name);
+    return env != nullptr && std::strcmp(env, value) == 0;
+}
+
+// FMHA_PAGED_GATHER=cp-async: paged K/V tiles through the producer's cp.async gathers instead
+// of one TMA box a page.
 bool pagedGathersForced() {
-    static bool const forced = [] {
-        char const* env = std::getenv("FMHA_PAGED_GATHER");
-        return env != nullptr && std::strcmp(env, "cp-async") == 0;
-    }();
+    static bool const forced = envIs("FMHA_PAGED_GATHER", "cp-async");
     return forced;
 }
 
-// FMHA_OUTPUT_STORE=copies (measurement): the persistent kernels store O by the warps' copies
-// instead of TMA stores.
+// FMHA_OUTPUT_STORE=copies: the persistent kernels store O by the warps' copies instead of TMA
+// stores.
 bool outputCopiesForced() {
-    static bool const forced = [] {
-        char const* env = std::getenv("FMHA_OUTPUT_STORE");
-        return env != nullptr && std::strcmp(env, "copies") == 0;
-    }();
+    static bool const forced = envIs("FMHA_OUTPUT_STORE", "copies");
     return forced;
 }
 
