@@ -16,9 +16,9 @@ struct TileSm90 {
     static constexpr bool kFp8 = kElemBytes == 1;
     static_assert(kShape != TileShape::kWideKeys || (kFp8 && (kHeadDim == 64 || kHeadDim == 128)),
                   "wide key tiles: FP8 at D=64 and 128");
-    static_assert((kShape != TileShape::kOneWarpGroup && kShape != TileShape::kThreeWarpGroups) ||
-                      (!kFp8 && kHeadDim == 64),
-                  "one or three consumer warpgroups: 16-bit D=64");
+    static_assert(kShape != TileShape::kOneWarpGroup || (!kFp8 && kHeadDim == 64),
+                  "one consumer warpgroup: 16-bit D=64");
+    static_assert(kShape != TileShape::kThreeWarpGroups || kHeadDim == 64, "three consumer warpgroups: D=64");
     // kPersistent: the default tiles, one CTA an SM walking several tiles (the output staged
     // in shared memory of its own, so that the producer loads the next tile's Q and K/V while
     // the consumers finish the current one); D=256's stages leave no room for that staging.
@@ -66,12 +66,14 @@ struct TileSm90 {
     // One consumer warpgroup, two CTAs an SM: 2 * (128 * 32 + 128 * 224) = 65536. Persistent
     // (16-bit): the producer walks its tiles in a loop that spills at 40 (128 * 48 + 256 * 224).
     // Three consumer warpgroups: 128 * 32 + 384 * 160 = 65536 (D=64: O 32, S 64 and P 32).
-    static constexpr int kProducerRegs = kNConsumerWarpGroups != 2 ? 32
+    static constexpr int kProducerRegs = kNConsumerWarpGroups == 3 && kFp8 ? 56
+                                         : kNConsumerWarpGroups != 2    ? 32
                                          : kFp8                      ? 56
                                          : kHeadDim == 256           ? 24
                                          : kPersistent               ? 48
                                                                      : 40;
-    static constexpr int kConsumerRegs = kNConsumerWarpGroups == 3                           ? 160
+    static constexpr int kConsumerRegs = kNConsumerWarpGroups == 3 && kFp8                   ? 152
+                                         : kNConsumerWarpGroups == 3                           ? 160
                                          : kNConsumerWarpGroups == 1 || kFp8 || kPersistent ? 224
                                          : kHeadDim == 256                                ? 240
                                                                                           : 232;
