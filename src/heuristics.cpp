@@ -71,7 +71,10 @@ int setTileShape(int shape) {
 // consumer warpgroups (192-row tiles), against the default tiles: non-causal +5-8% at 2k and 4k,
 // +10% at 16k; causal +3-4% at 16k, but 1-5% below the persistent kernel at 2k and 4k
 // (2026-12-01_d457cb7_three-wg_ab.txt): contiguous KV where neither the one-warpgroup shape
-// nor the persistent kernel is taken.
+// nor the persistent kernel is taken. FP8 D=64 with three consumer warpgroups, against the
+// automatic choice before them: non-causal +17% at 2k, +12% at 4k, +9% at 16k (against 256-key
+// tiles), causal +4-5% at 4k (against the persistent kernel) and +17% at 16k
+// (2026-12-02_28f3bef_fp8-three-wg_ab.txt).
 TileShape tileShapeFor(FmhaParams const& p) {
     int const forced = tileShapeSetting();
     // The persistent kernel has no bidirectional-mask union (a barrier of the whole CTA a tile)
@@ -86,7 +89,11 @@ TileShape tileShapeFor(FmhaParams const& p) {
     if (p.headDim == 64 && !fp8 && strided && p.maxSeqLenQ <= 1024) return TileShape::kOneWarpGroup;
     bool const persistent = p.headDim <= 128 && persistentFits && p.skipFactor == 0.0F &&
                             longestKeys <= (p.causal ? 8192 : 1024);
-    if (p.headDim == 64 && !fp8 && strided && !persistent && p.skipFactor == 0.0F) return TileShape::kThreeWarpGroups;
+    // Three consumer warpgroups at D=64 over contiguous KV: 16-bit wherever the persistent kernel
+    // is not taken; FP8 past 1024 keys, and past 2048 when causal, ahead of the wide keys and the
+    // persistent kernel.
+    bool const threeWarpGroups = fp8 ? longestKeys > (p.causal ? 2048 : 1024) : !persistent;
+    if (p.headDim == 64 && strided && p.skipFactor == 0.0F && threeWarpGroups) return TileShape::kThreeWarpGroups;
     if (p.headDim == 64 && fp8 && !p.causal && p.window == INT32_MAX && p.bidirBegin == nullptr && longestKeys >= 2048)
         return TileShape::kWideKeys;
     // (Contiguous or paged KV; a launch that then splits its keys takes the default tiles.)

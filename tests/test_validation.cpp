@@ -1174,7 +1174,18 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
     };
     // 16k keys in all, 512 a sequence: not the 256-key tiles; persistent (at most 1024 keys).
     EXPECT_EQ(vit(fmha::DataType::kFP8, 32, 512), fmha::TileShape::kPersistent);
-    EXPECT_EQ(vit(fmha::DataType::kFP8, 4, 4096), fmha::TileShape::kWideKeys);
+    // FP8 D=64 past 1024 keys (non-causal) or 2048 (causal): three consumer warpgroups, ahead of the
+    // 256-key tiles and the persistent kernel.
+    EXPECT_EQ(vit(fmha::DataType::kFP8, 4, 4096), fmha::TileShape::kThreeWarpGroups);
+    EXPECT_EQ(vit(fmha::DataType::kFP8, 16, 1024), fmha::TileShape::kPersistent);
+    EXPECT_EQ(vit(fmha::DataType::kFP8, 8, 2048), fmha::TileShape::kThreeWarpGroups);
+    for (int keys : {2048, 4096}) {
+        fmha::FmhaRunner const llm64(32, 32, 64, 1, keys, keys);
+        fmha::LlmArgs l;
+        l.inputType = fmha::DataType::kFP8;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm64, l)),
+                  keys <= 2048 ? fmha::TileShape::kPersistent : fmha::TileShape::kThreeWarpGroups);
+    }
     EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kOneWarpGroup);
     // 16-bit D=64 past the one-warpgroup shape's 1024 queries: three consumer warpgroups, except
     // where the persistent kernel runs (causal of at most 8192 keys) and under skip-softmax.
