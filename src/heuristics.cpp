@@ -87,6 +87,11 @@ TileShape tileShapeFor(FmhaParams const& p) {
     // The longest sequence's keys: the ViT mode's maxKvLen is the packed total of all sequences'.
     int64_t const longestKeys = p.kvRowsFromCu ? p.maxSeqLenQ : p.maxKvLen;
     if (p.headDim == 64 && !fp8 && strided && p.maxSeqLenQ <= 1024) return TileShape::kOneWarpGroup;
+    // Paged 16-bit head dims 65-128 whose query rows of a KV head fit 64 (decode steps, small
+    // chunks): one consumer warpgroup of 64-key tiles, two CTAs an SM.
+    if (p.headDim > 64 && p.headDim <= 128 && !fp8 && !strided && p.skipFactor == 0.0F &&
+        static_cast<int64_t>(p.maxSeqLenQ) * p.headGroup <= 64)
+        return TileShape::kOneWarpGroup;
     bool const persistent = p.headDim <= 128 && persistentFits && p.skipFactor == 0.0F &&
                             longestKeys <= (p.causal ? 8192 : 1024);
     // Three consumer warpgroups at D=64 over contiguous KV: 16-bit wherever the persistent kernel

@@ -1199,6 +1199,20 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
         l.skipSoftmaxScaleFactor = 1.0F;
         EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm64, l)), fmha::TileShape::kDefault);
     }
+    // Paged 16-bit D=65-128 with at most 64 query rows a KV head (decode steps, small chunks):
+    // one consumer warpgroup; more rows, FP8 or skip-softmax: not.
+    for (int lq : {1, 16, 17}) {
+        fmha::FmhaRunner const paged(32, 8, 128, 4, lq, 32768);
+        fmha::PagedArgs a;
+        a.tokensPerPage = 128;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(paged, a)) == fmha::TileShape::kOneWarpGroup,
+                  lq <= 16);
+        a.skipSoftmaxScaleFactor = 1.0F;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(paged, a)), fmha::TileShape::kDefault);
+        a.skipSoftmaxScaleFactor = 0.0F;
+        a.inputType = fmha::DataType::kFP8;
+        EXPECT_NE(fmha::detail::tileShapeFor(fmha::detail::paramsFor(paged, a)), fmha::TileShape::kOneWarpGroup);
+    }
     fmha::detail::setTileShape(static_cast<int>(fmha::TileShape::kDefault));  // forced
     EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kDefault);
     fmha::detail::setTileShape(-1);

@@ -45,8 +45,8 @@ SM90_SHAPES = {
                     ("kThreeWarpGroups", ["kStrided"])],
     ("kFp8", 64): [("kWideKeys", ["kStrided", "kPaged"]), ("kPersistent", ["kStrided", "kPaged"]),
                    ("kThreeWarpGroups", ["kStrided"])],
-    ("kFp16", 128): [("kPersistent", ["kStrided", "kPaged"])],
-    ("kBf16", 128): [("kPersistent", ["kStrided", "kPaged"])],
+    ("kFp16", 128): [("kPersistent", ["kStrided", "kPaged"]), ("kOneWarpGroup", ["kPaged"])],
+    ("kBf16", 128): [("kPersistent", ["kStrided", "kPaged"]), ("kOneWarpGroup", ["kPaged"])],
     ("kFp8", 128): [("kPersistent", ["kStrided", "kPaged"])],
 }
 SHAPE_SUFFIX = {"kOneWarpGroup": "_onewg", "kWideKeys": "_widekeys", "kPersistent": "_persistent",
