@@ -169,7 +169,11 @@ int64_t unsplitCtas(FmhaParams const& p, KernelOps const& ops) {
 int32_t splitParts(FmhaParams const& p, KernelOps const& ops, int smCount, int smemPerBlock) {
     if (p.kvAddressing != KvAddressing::kPaged || p.skipFactor > 0.0F || smCount <= 0) return 1;
     int64_t const ctas = unsplitCtas(p, ops);
-    int64_t const slots = static_cast<int64_t>(smCount) * residentCtas(ops, smemPerBlock);
+    // Two one-warpgroup CTAs on an SM share its K/V stream: parts for two an SM ran slower than
+    // for one (one sequence of 32k, D=128: 29 parts 2.32 TB/s, 16 parts 3.04;
+    // bench/results/2026-12-02_decode-onewg_ab.txt), so their parts fill the SMs once.
+    int const resident = ops.shape == TileShape::kOneWarpGroup ? 1 : residentCtas(ops, smemPerBlock);
+    int64_t const slots = static_cast<int64_t>(smCount) * resident;
     int64_t const tiles = (static_cast<int64_t>(p.maxKvLen) + ops.blockN - 1) / ops.blockN;
     int64_t const most = std::min<int64_t>({FmhaRunner::kMaxSplits, tiles / kMinTilesPerPart, 2 * slots / std::max<int64_t>(ctas, 1)});
     if (ctas <= 0 || most <= 1) return 1;

@@ -1061,6 +1061,13 @@ TEST(LaunchPlan, SplitKvFillsIdleSms) {
     EXPECT_EQ(fmha::detail::splitParts(p, portable, sms, smem), 7);  // 224 of 264 slots; at most 16 parts
     EXPECT_TRUE(withinBound(portable, 7));
     p.packLog2 = 2;
+    // One consumer warpgroup (64 x 64 tiles, two CTAs an SM by shared memory): parts fill the
+    // SMs once, as for the default tiles.
+    fmha::detail::KernelOps oneWg = hopper;
+    oneWg.blockM = 64, oneWg.blockN = 64, oneWg.smemBytes = 115712, oneWg.shape = fmha::TileShape::kOneWarpGroup;
+    EXPECT_EQ(fmha::detail::residentCtas(oneWg, smem), 2);
+    EXPECT_EQ(fmha::detail::splitParts(p, oneWg, sms, smem), 15);
+    EXPECT_TRUE(withinBound(oneWg, 15));
     p.batch = 8, p.maxKvLen = 32 * 1024;  // 64 CTAs: two parts fill 128 of 132 SMs
     EXPECT_EQ(fmha::detail::splitParts(p, hopper, sms, smem), 2);
     p.batch = 32;  // 256 CTAs fill the GPU
