@@ -1206,12 +1206,18 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
         l.skipSoftmaxScaleFactor = 1.0F;
         EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm64, l)), fmha::TileShape::kDefault);
     }
-    // Paged 16-bit D=65-128 with at most 64 query rows a KV head (decode steps, small chunks):
-    // one consumer warpgroup; more rows, FP8 or skip-softmax: not.
+    // Paged 16-bit D=65-128 with at most 64 query rows a KV head (decode steps, small chunks)
+    // over pages of 64 and up: one consumer warpgroup; more rows, pages of 16, FP8 or
+    // skip-softmax: not.
     for (int lq : {1, 16, 17}) {
         fmha::FmhaRunner const paged(32, 8, 128, 4, lq, 32768);
         fmha::PagedArgs a;
         a.tokensPerPage = 128;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(paged, a)) == fmha::TileShape::kOneWarpGroup,
+                  lq <= 16);
+        a.tokensPerPage = 16;  // four boxes a 64-key tile: the default tiles
+        EXPECT_NE(fmha::detail::tileShapeFor(fmha::detail::paramsFor(paged, a)), fmha::TileShape::kOneWarpGroup);
+        a.tokensPerPage = 64;
         EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(paged, a)) == fmha::TileShape::kOneWarpGroup,
                   lq <= 16);
         a.skipSoftmaxScaleFactor = 1.0F;
