@@ -71,7 +71,10 @@ int setTileShape(int shape) {
 // consumer warpgroups (192-row tiles), against the default tiles: non-causal +5-8% at 2k and 4k,
 // +10% at 16k; causal +3-4% at 16k, but 1-5% below the persistent kernel at 2k and 4k
 // (2026-12-01_d457cb7_three-wg_ab.txt): contiguous KV where neither the one-warpgroup shape
-// nor the persistent kernel is taken.
+// nor the persistent kernel is taken. FP8 D=64 with three consumer warpgroups, against the
+// automatic choice before them: non-causal +17% at 2k, +12% at 4k, +9% at 16k (against 256-key
+// tiles), causal +4-5% at 4k (against the persistent kernel) and +17% at 16k
+// (2026-12-02_28f3bef_fp8-three-wg_ab.txt).
 TileShape tileShapeFor(FmhaParams const& p) {
     int const forced = tileShapeSetting();
     // The persistent kernel has no bidirectional-mask union (a barrier of the whole CTA a tile)
@@ -84,9 +87,21 @@ TileShape tileShapeFor(FmhaParams const& p) {
     // The longest sequence's keys: the ViT mode's maxKvLen is the packed total of all sequences'.
     int64_t const longestKeys = p.kvRowsFromCu ? p.maxSeqLenQ : p.maxKvLen;
     if (p.headDim == 64 && !fp8 && strided && p.maxSeqLenQ <= 1024) return TileShape::kOneWarpGroup;
+    // Paged 16-bit head dims 65-128 whose query rows of a KV head fit 64 (decode steps, small
+    // chunks), over pages of 64 keys and up (one TMA box a K or V tile): one consumer warpgroup
+    // of 64-key tiles, two CTAs an SM. Against the default tiles, decode of one sequence +7% at
+    // 32k and +10% at 8k, +1% at 128k, grids that fill the GPU +1-3%; over pages of 16 -4.5%
+    // (2026-12-02_decode-onewg_final.txt).
+    if (p.headDim > 64 && p.headDim <= 128 && !fp8 && !strided && p.skipFactor == 0.0F && p.pageSizeLog2 >= 6 &&
+        static_cast<int64_t>(p.maxSeqLenQ) * p.headGroup <= 64)
+        return TileShape::kOneWarpGroup;
     bool const persistent = p.headDim <= 128 && persistentFits && p.skipFactor == 0.0F &&
                             longestKeys <= (p.causal ? 8192 : 1024);
-    if (p.headDim == 64 && !fp8 && strided && !persistent && p.skipFactor == 0.0F) return TileShape::kThreeWarpGroups;
+    // Three consumer warpgroups at D=64 over contiguous KV: 16-bit wherever the persistent kernel
+    // is not taken; FP8 past 1024 keys, and past 2048 when causal, ahead of the wide keys and the
+    // persistent kernel.
+    bool const threeWarpGroups = fp8 ? longestKeys > (p.causal ? 2048 : 1024) : !persistent;
+    if (p.headDim == 64 && strided && p.skipFactor == 0.0F && threeWarpGroups) return TileShape::kThreeWarpGroups;
     if (p.headDim == 64 && fp8 && !p.causal && p.window == INT32_MAX && p.bidirBegin == nullptr && longestKeys >= 2048)
         return TileShape::kWideKeys;
     // (Contiguous or paged KV; a launch that then splits its keys takes the default tiles.)
@@ -157,7 +172,11 @@ int64_t unsplitCtas(FmhaParams const& p, KernelOps const& ops) {
 int32_t splitParts(FmhaParams const& p, KernelOps const& ops, int smCount, int smemPerBlock) {
     if (p.kvAddressing != KvAddressing::kPaged || p.skipFactor > 0.0F || smCount <= 0) return 1;
     int64_t const ctas = unsplitCtas(p, ops);
-    int64_t const slots = static_cast<int64_t>(smCount) * residentCtas(ops, smemPerBlock);
+    // Two one-warpgroup CTAs on an SM share its K/V stream: parts for two an SM ran slower than
+    // for one (one sequence of 32k, D=128: 29 parts 2.32 TB/s, 16 parts 3.04;
+    // bench/results/2026-12-02_decode-onewg_ab.txt), so their parts fill the SMs once.
+    int const resident = ops.shape == TileShape::kOneWarpGroup ? 1 : residentCtas(ops, smemPerBlock);
+    int64_t const slots = static_cast<int64_t>(smCount) * resident;
     int64_t const tiles = (static_cast<int64_t>(p.maxKvLen) + ops.blockN - 1) / ops.blockN;
     int64_t const most = std::min<int64_t>({FmhaRunner::kMaxSplits, tiles / kMinTilesPerPart, 2 * slots / std::max<int64_t>(ctas, 1)});
     if (ctas <= 0 || most <= 1) return 1;

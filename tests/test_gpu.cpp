@@ -186,7 +186,7 @@ INSTANTIATE_TEST_SUITE_P(Families, SkipSoftmax, ::testing::Values(false, true),
 
 // The Hopper tile shapes built beside the default (TileShape), forced on problems of every
 // mode and mask they can run: one consumer warpgroup (16-bit D=64, contiguous KV: 64-row
-// tiles), three (16-bit D=64, contiguous KV: 192-row tiles), 256-key tiles (FP8 D=64) and the persistent kernel (D=64 and 128, contiguous and
+// tiles; 16-bit D=65-128, paged KV: 64 x 64 tiles), three (16-bit D=64, contiguous KV: 192-row tiles), 256-key tiles (FP8 D=64) and the persistent kernel (D=64 and 128, contiguous and
 // paged KV, unsplit: problems of more tiles than the H200 has SMs, so that CTAs walk several,
 // ragged and empty ones among them; a split launch takes the default tiles); the launch record
 // shows the shape ran (unless a test budget of shared memory, FMHA_SMEM_BUDGET, leaves it out:
@@ -200,19 +200,19 @@ TEST(TileShapes, ForcedShapesMatchReference) {
         bool persistent = false;
     };
     std::vector<ShapeCase> cases;
-    for (DataType dt : {DataType::kHALF, DataType::kBF16}) {
-        std::string const t = dt == DataType::kBF16 ? "bf16" : "fp16";
+    for (DataType dt : {DataType::kHALF, DataType::kBF16, DataType::kFP8}) {
+        std::string const t = dt == DataType::kBF16 ? "bf16" : dt == DataType::kFP8 ? "fp8" : "fp16";
         Case causal = edge("llm_causal_" + t, Mode::kLlm, 64, {300, 300}, {700, 333}, 8, 2);
         Case window = edge("llm_window_" + t, Mode::kLlm, 64, {500}, {900}, 4, 4);
         window.spec.window = 200;
         Case vit = edge("vit_" + t, Mode::kVit, 64, {1, 65, 200, 0, 513}, {1, 65, 200, 0, 513}, 4, 4);
         for (Case* c : {&causal, &window, &vit}) {
             c->spec.dtype = dt;
-            cases.push_back({*c, TileShape::kOneWarpGroup, 64, 128});
+            if (dt != DataType::kFP8) cases.push_back({*c, TileShape::kOneWarpGroup, 64, 128});
         }
         // Three consumer warpgroups (192-row tiles, contiguous KV): the causal diagonal across
         // three key tiles, pack GQA of 4 and 64 heads (48 and 3 query positions a tile), 128
-        // heads a KV head (192 rows hold no whole group of them: unpacked).
+        // heads a KV head (192 rows hold no whole group of them: unpacked); FP8 too.
         Case causal3 = edge("threewg_causal_" + t, Mode::kLlm, 64, {400, 193, 1}, {700, 193, 900}, 8, 2);
         Case window3 = edge("threewg_window_" + t, Mode::kLlm, 64, {500}, {900}, 4, 4);
         window3.spec.window = 200;
@@ -222,6 +222,28 @@ TEST(TileShapes, ForcedShapesMatchReference) {
         for (Case* c : {&causal3, &window3, &vit3, &wide3, &unpacked3}) {
             c->spec.dtype = dt;
             cases.push_back({*c, TileShape::kThreeWarpGroups, 192, 128});
+        }
+    }
+    for (DataType dt : {DataType::kHALF, DataType::kBF16}) {
+        std::string const t = dt == DataType::kBF16 ? "bf16" : "fp16";
+        // One consumer warpgroup over paged KV at head dims 65-128 (64-row, 64-key tiles):
+        // decode steps and small chunks with pack GQA, split (automatic and forced) and unsplit,
+        // pages of 16, 64 and 128, a window, D=80/96 padded, rows past one tile, the ragged mode.
+        Case decode = edge("onewg_paged_decode_" + t, Mode::kPaged, 128, {1, 1, 1}, {5000, 77, 1}, 32, 8);
+        decode.spec.pageSize = 128;
+        Case chunk = edge("onewg_paged_chunk_" + t, Mode::kPaged, 128, {16, 9}, {900, 2000}, 8, 2);
+        chunk.spec.pageSize = 16;
+        chunk.spec.splits = 5;
+        Case window = edge("onewg_paged_window_d96_" + t, Mode::kPaged, 96, {40, 3}, {1500, 600}, 16, 16);
+        window.spec.pageSize = 64;
+        window.spec.window = 300;
+        window.spec.splits = 1;
+        Case rows = edge("onewg_paged_rows_" + t, Mode::kPaged, 128, {150, 70}, {400, 700}, 4, 2);
+        rows.spec.pageSize = 16;
+        Case ragged = edge("onewg_ragged_d80_" + t, Mode::kPagedRagged, 80, {1, 8, 0, 3}, {300, 700, 50, 1200}, 16, 4);
+        for (Case* c : {&decode, &chunk, &window, &rows, &ragged}) {
+            c->spec.dtype = dt;
+            cases.push_back({*c, TileShape::kOneWarpGroup, 64, 64});
         }
     }
     Case llm8 = edge("llm_fp8_noncausal", Mode::kLlm, 64, {200, 77}, {2500, 900}, 8, 2);

@@ -1061,6 +1061,13 @@ TEST(LaunchPlan, SplitKvFillsIdleSms) {
     EXPECT_EQ(fmha::detail::splitParts(p, portable, sms, smem), 7);  // 224 of 264 slots; at most 16 parts
     EXPECT_TRUE(withinBound(portable, 7));
     p.packLog2 = 2;
+    // One consumer warpgroup (64 x 64 tiles, two CTAs an SM by shared memory): parts fill the
+    // SMs once, as for the default tiles.
+    fmha::detail::KernelOps oneWg = hopper;
+    oneWg.blockM = 64, oneWg.blockN = 64, oneWg.smemBytes = 115712, oneWg.shape = fmha::TileShape::kOneWarpGroup;
+    EXPECT_EQ(fmha::detail::residentCtas(oneWg, smem), 2);
+    EXPECT_EQ(fmha::detail::splitParts(p, oneWg, sms, smem), 15);
+    EXPECT_TRUE(withinBound(oneWg, 15));
     p.batch = 8, p.maxKvLen = 32 * 1024;  // 64 CTAs: two parts fill 128 of 132 SMs
     EXPECT_EQ(fmha::detail::splitParts(p, hopper, sms, smem), 2);
     p.batch = 32;  // 256 CTAs fill the GPU
@@ -1174,7 +1181,18 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
     };
     // 16k keys in all, 512 a sequence: not the 256-key tiles; persistent (at most 1024 keys).
     EXPECT_EQ(vit(fmha::DataType::kFP8, 32, 512), fmha::TileShape::kPersistent);
-    EXPECT_EQ(vit(fmha::DataType::kFP8, 4, 4096), fmha::TileShape::kWideKeys);
+    // FP8 D=64 past 1024 keys (non-causal) or 2048 (causal): three consumer warpgroups, ahead of the
+    // 256-key tiles and the persistent kernel.
+    EXPECT_EQ(vit(fmha::DataType::kFP8, 4, 4096), fmha::TileShape::kThreeWarpGroups);
+    EXPECT_EQ(vit(fmha::DataType::kFP8, 16, 1024), fmha::TileShape::kPersistent);
+    EXPECT_EQ(vit(fmha::DataType::kFP8, 8, 2048), fmha::TileShape::kThreeWarpGroups);
+    for (int keys : {2048, 4096}) {
+        fmha::FmhaRunner const llm64(32, 32, 64, 1, keys, keys);
+        fmha::LlmArgs l;
+        l.inputType = fmha::DataType::kFP8;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm64, l)),
+                  keys <= 2048 ? fmha::TileShape::kPersistent : fmha::TileShape::kThreeWarpGroups);
+    }
     EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kOneWarpGroup);
     // 16-bit D=64 past the one-warpgroup shape's 1024 queries: three consumer warpgroups, except
     // where the persistent kernel runs (causal of at most 8192 keys) and under skip-softmax.
@@ -1187,6 +1205,26 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
                   keys <= 8192 ? fmha::TileShape::kPersistent : fmha::TileShape::kThreeWarpGroups);
         l.skipSoftmaxScaleFactor = 1.0F;
         EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm64, l)), fmha::TileShape::kDefault);
+    }
+    // Paged 16-bit D=65-128 with at most 64 query rows a KV head (decode steps, small chunks)
+    // over pages of 64 and up: one consumer warpgroup; more rows, pages of 16, FP8 or
+    // skip-softmax: not.
+    for (int lq : {1, 16, 17}) {
+        fmha::FmhaRunner const paged(32, 8, 128, 4, lq, 32768);
+        fmha::PagedArgs a;
+        a.tokensPerPage = 128;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(paged, a)) == fmha::TileShape::kOneWarpGroup,
+                  lq <= 16);
+        a.tokensPerPage = 16;  // four boxes a 64-key tile: the default tiles
+        EXPECT_NE(fmha::detail::tileShapeFor(fmha::detail::paramsFor(paged, a)), fmha::TileShape::kOneWarpGroup);
+        a.tokensPerPage = 64;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(paged, a)) == fmha::TileShape::kOneWarpGroup,
+                  lq <= 16);
+        a.skipSoftmaxScaleFactor = 1.0F;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(paged, a)), fmha::TileShape::kDefault);
+        a.skipSoftmaxScaleFactor = 0.0F;
+        a.inputType = fmha::DataType::kFP8;
+        EXPECT_NE(fmha::detail::tileShapeFor(fmha::detail::paramsFor(paged, a)), fmha::TileShape::kOneWarpGroup);
     }
     fmha::detail::setTileShape(static_cast<int>(fmha::TileShape::kDefault));  // forced
     EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kDefault);

@@ -16,9 +16,9 @@ struct TileSm90 {
     static constexpr bool kFp8 = kElemBytes == 1;
     static_assert(kShape != TileShape::kWideKeys || (kFp8 && (kHeadDim == 64 || kHeadDim == 128)),
                   "wide key tiles: FP8 at D=64 and 128");
-    static_assert((kShape != TileShape::kOneWarpGroup && kShape != TileShape::kThreeWarpGroups) ||
-                      (!kFp8 && kHeadDim == 64),
-                  "one or three consumer warpgroups: 16-bit D=64");
+    static_assert(kShape != TileShape::kOneWarpGroup || (!kFp8 && kHeadDim <= 128),
+                  "one consumer warpgroup: 16-bit D=64 and 128");
+    static_assert(kShape != TileShape::kThreeWarpGroups || kHeadDim == 64, "three consumer warpgroups: D=64");
     // kPersistent: the default tiles, one CTA an SM walking several tiles (the output staged
     // in shared memory of its own, so that the producer loads the next tile's Q and K/V while
     // the consumers finish the current one); D=256's stages leave no room for that staging.
@@ -27,7 +27,10 @@ struct TileSm90 {
     // One producer warpgroup (TMA, or cp.async gathers, into a K/V mbarrier pipeline) and two
     // consumer warpgroups of 64 query rows each (the wgmma M); kOneWarpGroup: one consumer
     // warpgroup and two CTAs an SM, so that one CTA's prologue and epilogue overlap the
-    // other's mainloop (short sequences), at the cost of ping-pong and of K/V loaded per 64 rows.
+    // other's mainloop (short sequences), at the cost of ping-pong and of K/V loaded per 64 rows;
+    // at D=128 (paged KV, at most 64 query rows a KV head: decode steps and small chunks) it
+    // halves the tensor work of tiles that hold a few real rows, and two CTAs an SM keep twice
+    // the K/V streams in flight.
     // kThreeWarpGroups: three consumer warpgroups taking turns at the tensor cores (192-row
     // tiles), so that two of them can be in their softmax while the third's GEMMs run: at D=64
     // a warpgroup's exponentials take the SM's MUFU as long as its two GEMMs take the tensor cores.
@@ -47,9 +50,11 @@ struct TileSm90 {
     // D=128 gained 0.5-2% at 8k and lost 9-18% at S = 512 and 1024 (512 / 192 tiles round up)
     // and 1-3% at 4k, so only D=64 builds it (bench/results/2026-12-01_branches_ab.txt,
     // 2026-12-01_fp8-d128-keys_ab.txt).
-    static constexpr int kBlockN = kShape == TileShape::kWideKeys ? (kHeadDim == 64 ? 256 : 192)
-                                   : kHeadDim <= 128                ? 128
-                                                                    : 64;
+    // One consumer warpgroup at D=128: 64-key tiles, so that Q and three stages fit two CTAs an SM.
+    static constexpr int kBlockN = kShape == TileShape::kWideKeys                          ? (kHeadDim == 64 ? 256 : 192)
+                                   : kNConsumerWarpGroups == 1 && kHeadDim == 128 ? 64
+                                   : kHeadDim <= 128                              ? 128
+                                                                                  : 64;
     static_assert(kBlockN % 64 == 0 && kBlockN <= 256, "whole 64-key V^T blocks, a wgmma N");
     // Paged TMA boxes: at most a page, and a power of two dividing the tile (64 at 192 keys).
     static constexpr int kBoxRowsMax = kBlockN & -kBlockN;
@@ -57,7 +62,10 @@ struct TileSm90 {
     // (D=64, 3 stages), 160 KB (D=128, 2) and 192 KB (D=256, 2) of the 227 KB. FP8 tiles take
     // half the bytes, so its stages (K, V and V^T) go deeper: the producer's transpose of a V
     // tile then starts a tile earlier, off the consumers' path (105, 161 and 177 KB).
-    static constexpr int kStages = kElemBytes == 1 ? (kHeadDim == 64 ? 4 : kBlockN > 128 ? 2 : 3) : (kHeadDim == 64 ? 3 : 2);
+    // (One consumer warpgroup at D=128: Q 16 KB and three 32 KB stages, 113 KB.)
+    static constexpr int kStages = kElemBytes == 1                                ? (kHeadDim == 64 ? 4 : kBlockN > 128 ? 2 : 3)
+                                   : kHeadDim == 64 || kNConsumerWarpGroups == 1 ? 3
+                                                                                  : 2;
     // setmaxnreg: the producer gives registers to the consumers within the SM's 65536
     // (128 * 40 + 256 * 232 = 128 * 24 + 256 * 240 = 64512). D=256 holds 128 O registers
     // a thread and takes the larger share.
@@ -66,12 +74,14 @@ struct TileSm90 {
     // One consumer warpgroup, two CTAs an SM: 2 * (128 * 32 + 128 * 224) = 65536. Persistent
     // (16-bit): the producer walks its tiles in a loop that spills at 40 (128 * 48 + 256 * 224).
     // Three consumer warpgroups: 128 * 32 + 384 * 160 = 65536 (D=64: O 32, S 64 and P 32).
-    static constexpr int kProducerRegs = kNConsumerWarpGroups != 2 ? 32
+    static constexpr int kProducerRegs = kNConsumerWarpGroups == 3 && kFp8 ? 56
+                                         : kNConsumerWarpGroups != 2    ? 32
                                          : kFp8                      ? 56
                                          : kHeadDim == 256           ? 24
                                          : kPersistent               ? 48
                                                                      : 40;
-    static constexpr int kConsumerRegs = kNConsumerWarpGroups == 3                           ? 160
+    static constexpr int kConsumerRegs = kNConsumerWarpGroups == 3 && kFp8                   ? 152
+                                         : kNConsumerWarpGroups == 3                           ? 160
                                          : kNConsumerWarpGroups == 1 || kFp8 || kPersistent ? 224
                                          : kHeadDim == 256                                ? 240
                                                                                           : 232;
