@@ -9,7 +9,9 @@ FA3 BF16 and the FP8 table FA3 FP8 from it, row by row (the three sweeps have th
 SDPA has no FP8: the FP8 table shows cuDNN FP16 for context. The last column divides ours by
 the fastest peer of the table's precision (cuDNN and FA3 for 16-bit input, FA3 FP8 for FP8).
 --only fp8 prints the FP8 table alone (FP16.json: SDPA in FP16 and FA3 on the FP8 sweep's rows;
-BF16.json is not read).
+BF16.json is not read). --fa3-also OTHER.json LABEL: FA3's readings of another call on the same
+rows (its FP16.json) in a column of their own; the last column then divides by the higher FA3
+reading (FA3's short rows move by tens of percent between calls).
 """
 import argparse
 import json
@@ -19,26 +21,34 @@ def fmt(x):
     return "-" if x is None else f"{x:.0f}"
 
 
-def table(rows, fa3_rows, dtype):
+def same_rows(a, b):
+    return (a["row"], a["mode"], a["head_dim"], a["lq"]) == (b["row"], b["mode"], b["head_dim"], b["lq"])
+
+
+def table(rows, fa3_rows, dtype, also=None, also_label=""):
     dtype = "fp8" if dtype.startswith("fp8") else dtype
     fa3_key = "fa3_fp8_tflops" if dtype == "fp8" else "fa3_bf16_tflops"
+    fa3_name = "FA3 FP8" if dtype == "fp8" else "FA3 BF16"
     cudnn_rows = fa3_rows if dtype == "fp8" else rows
     head = ["mode", "D", "H/Hkv", "B", "Lq", "Lk", "mask", "page", f"ours {dtype}",
-            "cuDNN FP16" if dtype == "fp8" else "cuDNN", "FA2" if dtype != "fp8" else "FA2 FP16",
-            "FA3 FP8" if dtype == "fp8" else "FA3 BF16", "ours / best peer"]
+            "cuDNN FP16" if dtype == "fp8" else "cuDNN", "FA2" if dtype != "fp8" else "FA2 FP16", fa3_name]
+    head += [f"{fa3_name}, {also_label}"] if also else []
+    head += ["ours / best peer"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r, f, c in zip(rows, fa3_rows, cudnn_rows):
-        if (r["row"], r["mode"], r["head_dim"], r["lq"]) != (f["row"], f["mode"], f["head_dim"], f["lq"]):
+    for i, (r, f, c) in enumerate(zip(rows, fa3_rows, cudnn_rows)):
+        if not same_rows(r, f) or (also and not same_rows(r, also[i])):
             raise SystemExit(f"row {r['row']}: the sweeps do not have the same rows")
         fa3 = f.get(fa3_key)
-        peers = [fa3] if dtype == "fp8" else [c.get("cudnn_tflops"), fa3]
+        fa3_also = also[i].get(fa3_key) if also else None
+        peers = [fa3, fa3_also] if dtype == "fp8" else [c.get("cudnn_tflops"), fa3, fa3_also]
         best = max((p for p in peers if p), default=None)
         ours = r.get("ours_tflops")
         ratio = f"{ours / best:.2f}" if ours and best else "-"
-        out.append("| " + " | ".join([
-            r["mode"], str(r["head_dim"]), f"{r['heads']}/{r['kv_heads']}", str(r["batch"]), str(r["lq"]),
-            str(r["lk"]), r["mask"], str(r["page_size"] or "-"), fmt(ours), fmt(c.get("cudnn_tflops")),
-            fmt(c.get("fa2_tflops")), fmt(fa3), ratio]) + " |")
+        cells = [r["mode"], str(r["head_dim"]), f"{r['heads']}/{r['kv_heads']}", str(r["batch"]), str(r["lq"]),
+                 str(r["lk"]), r["mask"], str(r["page_size"] or "-"), fmt(ours), fmt(c.get("cudnn_tflops")),
+                 fmt(c.get("fa2_tflops")), fmt(fa3)]
+        cells += [fmt(fa3_also)] if also else []
+        out.append("| " + " | ".join(cells + [ratio]) + " |")
     return "\n".join(out)
 
 
@@ -82,7 +92,10 @@ def main():
     ap.add_argument("fp8")
     ap.add_argument("--png", help="plot the FP16 rows with every peer")
     ap.add_argument("--only", choices=["fp8"], help="print one table")
+    ap.add_argument("--fa3-also", nargs=2, metavar=("OTHER_FP16_JSON", "LABEL"),
+                    help="another call's FA3 readings on the same rows, in a column of their own")
     args = ap.parse_args()
+    also = json.load(open(args.fa3_also[0])) if args.fa3_also else None
     fp16, fp8 = (json.load(open(p)) for p in (args.fp16, args.fp8))
     bf16 = None if args.only else json.load(open(args.bf16))
     if args.png:
@@ -94,7 +107,7 @@ def main():
         if args.only and rows is not fp8:
             continue
         print(f"\n### {name}\n")
-        print(table(rows, fp16, rows[0]["dtype"]))
+        print(table(rows, fp16, rows[0]["dtype"], also, args.fa3_also[1] if also else ""))
 
 
 if __name__ == "__main__":
