@@ -42,8 +42,8 @@ int residentCtas(KernelOps const& ops, int smemPerBlock);
 // The automatic split-KV part count for p (after planLaunch) on a device of smCount SMs:
 // 1 unless p is a paged launch without skip-softmax whose grid leaves SMs idle; otherwise
 // the fewest parts whose last wave is within 85% of the best fill (one-warpgroup tiles: of one
-// CTA an SM), with at most twice the device's resident CTAs in all (so the workspace bound of splitRowsBound holds) and parts
-// of at least kMinTilesPerPart key tiles of the cache capacity.
+// CTA an SM), with at most twice the device's resident CTAs in all (so the workspace bound of
+// splitRowsBound holds) and parts of at least kMinTilesPerPart key tiles of the cache capacity.
 int32_t splitParts(FmhaParams const& p, KernelOps const& ops, int smCount, int smemPerBlock);
 constexpr int kMinTilesPerPart = 4;
 

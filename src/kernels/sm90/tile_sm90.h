@@ -51,7 +51,7 @@ struct TileSm90 {
     // and 1-3% at 4k, so only D=64 builds it (bench/results/2026-12-01_branches_ab.txt,
     // 2026-12-01_fp8-d128-keys_ab.txt).
     // One consumer warpgroup at D=128: 64-key tiles, so that Q and three stages fit two CTAs an SM.
-    static constexpr int kBlockN = kShape == TileShape::kWideKeys                          ? (kHeadDim == 64 ? 256 : 192)
+    static constexpr int kBlockN = kShape == TileShape::kWideKeys                  ? (kHeadDim == 64 ? 256 : 192)
                                    : kNConsumerWarpGroups == 1 && kHeadDim == 128 ? 64
                                    : kHeadDim <= 128                              ? 128
                                                                                   : 64;
@@ -63,7 +63,7 @@ struct TileSm90 {
     // half the bytes, so its stages (K, V and V^T) go deeper: the producer's transpose of a V
     // tile then starts a tile earlier, off the consumers' path (105, 161 and 177 KB).
     // (One consumer warpgroup at D=128: Q 16 KB and three 32 KB stages, 113 KB.)
-    static constexpr int kStages = kElemBytes == 1                                ? (kHeadDim == 64 ? 4 : kBlockN > 128 ? 2 : 3)
+    static constexpr int kStages = kElemBytes == 1 ? (kHeadDim == 64 ? 4 : kBlockN > 128 ? 2 : 3)
                                    : kHeadDim == 64 || kNConsumerWarpGroups == 1 ? 3
                                                                                   : 2;
     // setmaxnreg: the producer gives registers to the consumers within the SM's 65536
@@ -73,7 +73,8 @@ struct TileSm90 {
     // the registers of 16-bit P (O + S + P: 168 at D=256).
     // One consumer warpgroup, two CTAs an SM: 2 * (128 * 32 + 128 * 224) = 65536. Persistent
     // (16-bit): the producer walks its tiles in a loop that spills at 40 (128 * 48 + 256 * 224).
-    // Three consumer warpgroups: 128 * 32 + 384 * 160 = 65536 (D=64: O 32, S 64 and P 32).
+    // Three consumer warpgroups: 128 * 32 + 384 * 160 = 65536 (D=64: O 32, S 64 and P 32); FP8
+    // keeps the producer's 56 for its V transposes (128 * 56 + 384 * 152 = 65536).
     static constexpr int kProducerRegs = kNConsumerWarpGroups == 3 && kFp8 ? 56
                                          : kNConsumerWarpGroups != 2    ? 32
                                          : kFp8                      ? 56
