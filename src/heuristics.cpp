@@ -35,7 +35,8 @@ int tileShapeSetting() {
     int v = gTileShape.load(std::memory_order_relaxed);
     if (v == -2) {
         // The names, in TileShape's order.
-        static constexpr char const* kNames[] = {"default", "wide-keys", "one-warpgroup", "persistent", "three-warpgroups"};
+        static constexpr char const* kNames[] = {"default", "wide-keys", "one-warpgroup", "persistent",
+                                                 "three-warpgroups"};
         char const* env = std::getenv("FMHA_TILE_SHAPE");
         v = -1;
         for (int i = 0; env != nullptr && i < static_cast<int>(std::size(kNames)); ++i)

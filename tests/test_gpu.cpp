@@ -276,7 +276,8 @@ TEST(TileShapes, ForcedShapesMatchReference) {
         paged.spec.pageSize = 16;
         Case paged96 = edge("persistent_paged_d96_" + t, Mode::kPaged, 96, {500, 500}, {900, 500}, 16, 16);
         paged96.spec.pageSize = 64;
-        Case ragged = edge("persistent_ragged_" + t, Mode::kPagedRagged, 64, {1, 300, 0, 129}, {300, 700, 50, 1200}, 16, 4);
+        Case ragged =
+            edge("persistent_ragged_" + t, Mode::kPagedRagged, 64, {1, 300, 0, 129}, {300, 700, 50, 1200}, 16, 4);
         for (Case* c : {&paged, &paged96, &ragged}) c->spec.splits = 1;
         Case split = paged;  // forced into 4 split-KV parts: the default tiles run
         split.name = "persistent_split_" + t;

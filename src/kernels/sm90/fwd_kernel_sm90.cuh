@@ -2,8 +2,8 @@
 // specialised; with pack GQA (FmhaParams::packLog2) the tile's rows are the query rows of a
 // KV head's whole group of query heads. Warpgroup 0 produces (TMA, or cp.async gathers, of
 // Q and the K/V tiles into an mbarrier pipeline, with few registers); the others (two, or
-// one or three in some tile shapes) consume, 64 rows each (wgmma and softmax, with the rest). Orchestration only: roles,
-// barriers, the epilogue.
+// one or three in some tile shapes) consume, 64 rows each (wgmma and softmax, with the rest).
+// Orchestration only: roles, barriers, the epilogue.
 #pragma once
 
 #include <cstdint>
@@ -109,7 +109,8 @@ __device__ inline void storeWarpRowsTma(FmhaParams const& p, TmaDescs const& tma
         cutlass::arch::fence_view_async_shared();  // these writes -> the TMA store's reads
         __syncwarp();
         if (lane == 0) {
-            int32_t const head = hq + packed.head(warpRow0), row = static_cast<int32_t>(seq.qBegin) + packed.query(warpRow0);
+            int32_t const head = hq + packed.head(warpRow0);
+            int32_t const row = static_cast<int32_t>(seq.qBegin) + packed.query(warpRow0);
 #pragma unroll
             for (int cb = 0; cb < Tile::kDim / 64; ++cb)
                 if (cb * 64 < D)
@@ -158,7 +159,8 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     uint64_t* vtBar = reinterpret_cast<uint64_t*>(sVt + Tile::kStages * Tile::kBytesVt);
     __shared__ PipelineSm90<Tile::kStages> pipe;
     __shared__ int sBidir[2];
-    __shared__ uint32_t sDrops[Tile::kNConsumerWarpGroups][2];  // kSkip: each consumer warpgroup's drop bytes, [tile parity][warp]
+    // kSkip: each consumer warpgroup's drop bytes, [tile parity][warp]
+    __shared__ uint32_t sDrops[Tile::kNConsumerWarpGroups][2];
 
     // A split-KV combine launched after this kernel as its programmatic dependent may be
     // scheduled from now on (it waits for this grid's completion before reading).

@@ -75,17 +75,15 @@ struct TileSm90 {
     // (16-bit): the producer walks its tiles in a loop that spills at 40 (128 * 48 + 256 * 224).
     // Three consumer warpgroups: 128 * 32 + 384 * 160 = 65536 (D=64: O 32, S 64 and P 32); FP8
     // keeps the producer's 56 for its V transposes (128 * 56 + 384 * 152 = 65536).
-    static constexpr int kProducerRegs = kNConsumerWarpGroups == 3 && kFp8 ? 56
-                                         : kNConsumerWarpGroups != 2    ? 32
-                                         : kFp8                      ? 56
+    static constexpr int kProducerRegs = kFp8                        ? 56
+                                         : kNConsumerWarpGroups != 2 ? 32
                                          : kHeadDim == 256           ? 24
                                          : kPersistent               ? 48
                                                                      : 40;
-    static constexpr int kConsumerRegs = kNConsumerWarpGroups == 3 && kFp8                   ? 152
-                                         : kNConsumerWarpGroups == 3                           ? 160
+    static constexpr int kConsumerRegs = kNConsumerWarpGroups == 3                          ? (kFp8 ? 152 : 160)
                                          : kNConsumerWarpGroups == 1 || kFp8 || kPersistent ? 224
-                                         : kHeadDim == 256                                ? 240
-                                                                                          : 232;
+                                         : kHeadDim == 256                                  ? 240
+                                                                                            : 232;
     // Ping-pong scheduling of the consumer warpgroups in turn (named barriers 2, 3 and, with
     // three, 4: warpgroup w's turn; 0 is __syncthreads, 1 the consumers' meeting before the
     // epilogue, 7 and 8 skip-softmax's votes without ping-pong).
