@@ -45,8 +45,7 @@ void fill(KernelOps* ops, char const* family, bool compact) {
 
 bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int smemLimit, bool skipSoftmax,
                       TileShape shape, KernelOps* ops) {
-    // FP8 rows go through TMA and 16-byte copies whole: head dims of whole 16-byte chunks.
-    int const d = element == ElementKind::kFp8 && headDim % 16 != 0 ? 0 : hopperHeadDim(headDim);
+    int const d = hopperHeadDim(headDim);
     (void)element;
     (void)d;
     (void)kv;

@@ -146,8 +146,8 @@ inline std::vector<Case> edgeCases(double scale) {
         w.spec.window = 20;
         v.push_back(w);
     }
-    // FP8 input with BF16 output, in every mode and both families' head dims (72 and 512 run
-    // the portable family everywhere), split-KV's combine included.
+    // FP8 input with BF16 output, in every mode and both families' head dims (512 runs the
+    // portable family everywhere), split-KV's combine included.
     {
         auto bf16Out = [&](Case c, int pageSize = 64, int splits = 0) {
             c.spec.dtype = DataType::kFP8;
@@ -158,6 +158,7 @@ inline std::vector<Case> edgeCases(double scale) {
         };
         bf16Out(edge("llm_fp8_bf16out_d128", Mode::kLlm, 128, {len(300)}, {len(700)}, 8, 2));
         bf16Out(edge("paged_fp8_bf16out_d72", Mode::kPaged, 72, {77, 77}, {200, 333}, 4, 2));
+        bf16Out(edge("paged_fp8_bf16out_d72_split", Mode::kPaged, 72, {3, 1}, {len(2500), 700}, 8, 2), 16, 6);
         bf16Out(edge("paged_fp8_bf16out_split", Mode::kPaged, 128, {4, 4}, {len(3000), 900}, 8, 2), 128, 8);
         bf16Out(edge("paged_fp8_bf16out_d512", Mode::kPaged, 512, {33}, {200}, 2, 1), 32);
         bf16Out(edge("ragged_fp8_bf16out_d256", Mode::kPagedRagged, 256, {65, 3}, {200, 64}, 4, 2), 16);
@@ -352,6 +353,16 @@ inline std::vector<Case> familyCases() {
                 c.spec.dtype = t;
                 cases.push_back(c);
             }
+    // FP8 at D=72 (8-byte cp.async pieces in the Hopper family) and D=80 (TMA), every mode.
+    for (Mode m : {Mode::kLlm, Mode::kPaged, Mode::kPagedRagged, Mode::kVit})
+        for (int d : {72, 80}) {
+            bool const vit = m == Mode::kVit;
+            Case c = edge(std::string(modeName(m)) + "_fp8_d" + std::to_string(d), m, d, {300, 130},
+                          {vit ? 300 : 700, vit ? 130 : 200}, 4, vit ? 4 : 2);
+            c.spec.dtype = DataType::kFP8;
+            c.spec.pageSize = 16;
+            cases.push_back(c);
+        }
     return cases;
 }
 

@@ -278,11 +278,16 @@ TEST(TileShapes, ForcedShapesMatchReference) {
         paged96.spec.pageSize = 64;
         Case ragged =
             edge("persistent_ragged_" + t, Mode::kPagedRagged, 64, {1, 300, 0, 129}, {300, 700, 50, 1200}, 16, 4);
-        for (Case* c : {&paged, &paged96, &ragged}) c->spec.splits = 1;
+        // D=72 (FP8: 72-byte rows, the producer's 8-byte cp.async pieces), contiguous and paged.
+        Case causal72 = edge("persistent_causal_d72_" + t, Mode::kLlm, 72, {300, 300, 300}, {700, 333, 40}, 8, 2);
+        Case paged72 = edge("persistent_paged_d72_" + t, Mode::kPaged, 72, {200, 3, 300}, {900, 1500, 300}, 8, 2);
+        paged72.spec.pageSize = 16;
+        for (Case* c : {&paged, &paged96, &ragged, &paged72}) c->spec.splits = 1;
         Case split = paged;  // forced into 4 split-KV parts: the default tiles run
         split.name = "persistent_split_" + t;
         split.spec.splits = 4;
-        for (Case* c : {&vit, &causal, &window, &noncausal, &vit80, &paged, &paged96, &ragged, &split}) {
+        for (Case* c : {&vit, &causal, &window, &noncausal, &vit80, &paged, &paged96, &ragged, &split, &causal72,
+                        &paged72}) {
             c->spec.dtype = dt;
             cases.push_back({*c, TileShape::kPersistent, 128, 128, c != &split});
         }

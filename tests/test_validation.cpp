@@ -844,6 +844,28 @@ TEST(CanImplementValidation, EveryAcceptedCombinationFitsItsSmClass) {
     EXPECT_TRUE(ops.compact);
 }
 
+// Where the build holds the Hopper family (sm_90a), an sm_90 device runs every head dim of its
+// support-table row there, FP8 included (D=72's 72-byte rows through 8-byte cp.async pieces),
+// over contiguous and paged KV, dense and (16-bit) under skip-softmax.
+TEST(CanImplementValidation, HopperFamilyTakesItsHeadDims) {
+    std::string const archs = fmha::detail::buildCudaArchs();
+    if (archs.find("90a") == std::string::npos) GTEST_SKIP() << "no sm_90a in this build (" << archs << ")";
+    bool const previous = fmha::detail::setForcePortable(false);
+    for (fmha::support::HeadDim const& h : fmha::support::kHeadDims)
+        for (fmha::ElementKind e : {fmha::ElementKind::kFp16, fmha::ElementKind::kBf16, fmha::ElementKind::kFp8})
+            for (fmha::KvAddressing kv : {fmha::KvAddressing::kStrided, fmha::KvAddressing::kPaged})
+                for (bool skip : {false, true}) {
+                    if (skip && e == fmha::ElementKind::kFp8) continue;  // skip-softmax takes 16-bit input
+                    if (h.pagedOnly && kv != fmha::KvAddressing::kPaged) continue;
+                    fmha::detail::KernelOps ops;
+                    ASSERT_TRUE(fmha::detail::findKernel(e, h.api, kv, 90, 227 * 1024, skip, &ops));
+                    EXPECT_STREQ(ops.family, h.hopper != 0 ? "sm90" : "sm80")
+                        << "D " << h.api << " element " << static_cast<int>(e) << " paged " << (kv == fmha::KvAddressing::kPaged)
+                        << " skip " << skip;
+                }
+    fmha::detail::setForcePortable(previous);
+}
+
 TEST(CanImplementValidation, HeadDimsAndSmVersions) {
     EXPECT_TRUE(FmhaRunner::canImplement(128, 90));
     EXPECT_FALSE(FmhaRunner::canImplement(128, 75));

@@ -32,8 +32,8 @@ SM80_COMPACT_DIMS = [128, 256, 512]
 # the element types skip-softmax takes (FP16 and BF16).
 SM90_ELEMENTS = ["kFp16", "kBf16"]
 SM90_SKIP_ELEMENTS = ["kFp16", "kBf16"]
-# FP8 E4M3 in the Hopper family: the kernel head dims it has (API head dims whose FP8 rows are
-# whole 16-byte chunks run there: 64, 80, 96, 128, 256).
+# FP8 E4M3 in the Hopper family: the kernel head dims it has (every API head dim but 512 runs
+# there; D=72's 72-byte rows go through 8-byte cp.async pieces, no TMA).
 SM90_FP8_DIMS = [64, 128, 256]
 # Hopper tile shapes beside the default (TileShape in src/params.h), by (element, kernel head
 # dim): dense instances of the listed addressings; the heuristics choose them per problem

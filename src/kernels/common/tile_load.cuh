@@ -80,6 +80,36 @@ __device__ inline void loadTile(RowPtr const& rowPtr, Dst const& dst, int chunk0
     }
 }
 
+// loadTile() for rows that are 8-byte aligned only (FP8 rows of 72 bytes: no 16-byte
+// chunks): 8-byte zero-filling cp.async pieces, piece q of row r at dst(r, q / 2) + 8 (q % 2).
+// Pieces past validPieces and rows with a null rowPtr read as zeros. Thread tid keeps piece
+// tid % (2 kChunks) and steps down the rows, its row addresses four at a time in flight
+// before their copies (page-table reads). tid < kNThreads.
+template <int kRows, int kChunks, int kNThreads, class RowPtr, class Dst>
+__device__ inline void loadTile8(RowPtr const& rowPtr, Dst const& dst, int validPieces, void const* fallback,
+                                 int tid) {
+    constexpr int kPieces = 2 * kChunks, kRowStep = kNThreads / kPieces, kPerThread = kRows / kRowStep;
+    static_assert(kNThreads % kPieces == 0 && kRows % kRowStep == 0, "whole rows per pass");
+    constexpr int kBatch = kPerThread < 4 ? kPerThread : 4;
+    static_assert(kPerThread % kBatch == 0, "whole batches");
+    int const q = tid % kPieces, r0 = tid / kPieces;
+    bool const inRow = q < validPieces;
+#pragma unroll 1
+    for (int base = 0; base < kPerThread; base += kBatch) {
+        char const* row[kBatch];
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) row[k] = inRow ? rowPtr(r0 + (base + k) * kRowStep) : nullptr;
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) {
+            int const r = r0 + (base + k) * kRowStep;
+            bool const valid = row[k] != nullptr;
+            auto const* src = reinterpret_cast<uint64_t const*>(valid ? row[k] + q * 8 : fallback);
+            auto* d = reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(dst(r, q / 2)) + (q % 2) * 8);
+            cute::SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint64_t>::copy(*src, *d, valid);
+        }
+    }
+}
+
 // A tile of 16-bit elements in kRuns runs of kRows / kRuns rows each: run q's row i at
 // baseOf(q) + i * stride (a null base reads as zeros); tile rows [rows, kRows) read as zeros.
 // Each run is copied by its own kNThreads / kRuns threads, so that a thread forms one run

@@ -332,6 +332,22 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     constexpr uint64_t kOnce = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST);
     int const D = p.headDim, lane = ptid % 32;
     bool const lead = ptid == 0;
+    // FP8 rows of 72 bytes (D=72 in the D=128 instances: no TMA descriptor takes their
+    // strides) are 8-byte aligned only: 8-byte pieces instead of 16-byte chunks.
+    constexpr bool kPieces8 = Tile::kFp8 && Tile::kDim == 128;
+    bool const pieces8 = kPieces8 && D * kElemBytes % 16 != 0;
+    // Rows [0, kRows) of a tile by cp.async gathers: rowPtr(r) the global row (null: zeros),
+    // dst(r, c) the 16-byte chunk c of row r in shared memory.
+    auto gather = [&](auto rowsTag, auto const& rowPtr, auto const& dst, void const* fallback) {
+        constexpr int kRows = decltype(rowsTag)::value;
+        if constexpr (kPieces8) {
+            if (pieces8) {
+                loadTile8<kRows, kChunks, 128>(rowPtr, dst, D * kElemBytes / 8, fallback, ptid);
+                return;
+            }
+        }
+        loadTile<CopyElem, kRows, kChunks, 128>(rowPtr, dst, 0, D * kElemBytes / 16, fallback, ptid);
+    };
     int64_t const rowStride = static_cast<int64_t>(p.numQHeads) * D;
     if (lead) {
         cute::prefetch_tma_descriptor(reinterpret_cast<cute::TmaDescriptor const*>(&tma.q));
@@ -360,7 +376,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             return i < rows ? qBase + packed.offset(i, rowStride, D) * kElemBytes : nullptr;
         };
         auto dstQ = [&](int r, int c) { return sQ + offsetIn(std::integral_constant<int, kBlockM>{}, r, c); };
-        loadTile<CopyElem, kBlockM, kChunks, 128>(qRow, dstQ, 0, D * kElemBytes / 16, p.q, ptid);
+        gather(std::integral_constant<int, kBlockM>{}, qRow, dstQ, p.q);
         cutlass::arch::cpasync_barrier_arrive_noinc(&pipe.qFull);
     }
 
@@ -430,7 +446,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             return j < seq.lk ? kv.row(which == kV, j) : nullptr;
         };
         auto dst = [&](int r, int c) { return base + offsetIn(std::integral_constant<int, kBlockN>{}, r, c); };
-        loadTile<CopyElem, kBlockN, kChunks, 128>(row, dst, 0, D * kElemBytes / 16, p.k, ptid);
+        gather(std::integral_constant<int, kBlockN>{}, row, dst, p.k);
         cutlass::arch::cpasync_barrier_arrive_noinc(full);
     };
     int const nTiles = mask.nBlockMax - mask.nBlockMin;
