@@ -96,6 +96,9 @@ std::vector<Command> const& commands() {
           {"skip-sweep", false,
            "skip-softmax instead: 16k causal prefill with structured scores at a range of factors: measured tile "
            "sparsity, speedup over dense, error against dense"},
+          {"skip-factors", true,
+           "with --skip-sweep: the factors S to time, comma-separated (default "
+           "1e-30,1,2,4,8,16,64,256,1024,4096)"},
           {"splits", true, "split-KV parts (FmhaRunner::setSplitKv): 0 automatic (default), 1 never, 2..64 forced"},
           {"row", true, "time one row of the sweep, by index"},
           {"json", true, "write the rows to this file"},
@@ -485,8 +488,8 @@ double kvBytes(ProblemSpec const& s) {
 
 // One structured problem of skipSweep (structuredPrev = prev, structuredSegment = segment):
 // its rows appended to json; returns the failed runs.
-int skipSweepOne(DataType dtype, float prev, int segment, int iters, int launches, std::string const& commit,
-                 std::ostringstream& json, bool& first) {
+int skipSweepOne(DataType dtype, float prev, int segment, std::vector<float> const& factors, int iters, int launches,
+                 std::string const& commit, std::ostringstream& json, bool& first) {
     ProblemSpec s;
     s.mode = Mode::kLlm;
     s.dtype = dtype;
@@ -525,7 +528,7 @@ int skipSweepOne(DataType dtype, float prev, int segment, int iters, int launche
     std::printf("%10s %9s %9s %9.4f %8.1f %8.3f %10s %10s %s\n", "0 (dense)", "-", "-", dense.medianMs,
                 flops / (dense.medianMs * 1e-3) / 1e12, 1.0, "-", "-", dense.family.c_str());
     int failures = 0;
-    for (float S : {1e-30F, 1.0F, 2.0F, 4.0F, 8.0F, 16.0F, 64.0F, 256.0F, 1024.0F, 4096.0F}) {
+    for (float S : factors) {
         HostProblem q = p;
         q.spec.skip = S;
         unsigned long long counts[4] = {0, 0, 0, 0};
@@ -574,7 +577,8 @@ int skipSweepOne(DataType dtype, float prev, int segment, int iters, int launche
 // structure (harness::makeProblem's structured inputs): the dense run, then each factor S with
 // the kernel's skip counters read in an untimed run (Hopper family; "-" elsewhere), the time,
 // and the output's error against the dense output.
-int skipSweep(DataType dtype, int iters, int launches, std::string const& commit, std::ofstream* jsonOut) {
+int skipSweep(DataType dtype, std::vector<float> const& factors, int iters, int launches, std::string const& commit,
+              std::ofstream* jsonOut) {
     std::ostringstream json;
     json << "[\n";
     int failures = 0;
@@ -583,7 +587,7 @@ int skipSweep(DataType dtype, int iters, int launches, std::string const& commit
     // query's own (dropped from S = 0.3 on), 10 units below (kept up to S = 15), and the latter
     // with segments of 1280 keys: sparsities of about 90%, 80% and 70-75%.
     for (auto [prev, segment] : {std::pair{0.35F, 1024}, std::pair{0.55F, 1024}, std::pair{0.55F, 1280}})
-        failures += skipSweepOne(dtype, prev, segment, iters, launches, commit, json, first);
+        failures += skipSweepOne(dtype, prev, segment, factors, iters, launches, commit, json, first);
     json << "\n]\n";
     if (jsonOut != nullptr) {
         *jsonOut << json.str();
@@ -629,7 +633,18 @@ int cmdBench(Flags& f) {
             std::fprintf(stderr, "fmha bench --skip-sweep: skip-softmax takes FP16 and BF16 input\n");
             return 2;
         }
-        return skipSweep(dtype, iters, launches, commit, jsonPath.empty() ? nullptr : &jsonOut);
+        std::vector<float> factors;
+        std::stringstream list(f.str("skip-factors", "1e-30,1,2,4,8,16,64,256,1024,4096"));
+        for (std::string item; std::getline(list, item, ',');) {
+            char* end = nullptr;
+            float const v = std::strtof(item.c_str(), &end);
+            if (item.empty() || *end != '\0' || !(v > 0.0F) || !std::isfinite(v)) {
+                std::fprintf(stderr, "fmha bench: --skip-factors takes positive finite numbers, comma-separated\n");
+                return 2;
+            }
+            factors.push_back(v);
+        }
+        return skipSweep(dtype, factors, iters, launches, commit, jsonPath.empty() ? nullptr : &jsonOut);
     }
     bool const quick = f.has("quick"), decode = f.has("decode");
     int const splits = f.integer("splits", 0);
