@@ -45,7 +45,8 @@ void fill(KernelOps* ops, char const* family, bool compact) {
 
 bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int smemLimit, bool skipSoftmax,
                       TileShape shape, KernelOps* ops) {
-    int const d = hopperHeadDim(headDim);
+    // FP8 rows that are no whole number of 16-byte units (D=72) run instances of their own.
+    int const d = element == ElementKind::kFp8 && headDim % 16 != 0 ? headDim : hopperHeadDim(headDim);
     (void)element;
     (void)d;
     (void)kv;

@@ -307,6 +307,58 @@ TEST(TileShapes, ForcedShapesMatchReference) {
     }
 }
 
+// FP8 at D=72: the Hopper family reads a token's KV heads through one TMA row view whose boxes
+// cover the next head's first columns. NaN in KV head 1's first 8 columns (every token, K and
+// V) must leave KV head 0's query heads bit-identical to a clean run (and make head 1's NaN),
+// in both families, in the ViT and paged modes (row views) and with 3 KV heads (gathers).
+TEST(HeadIsolation, Fp8D72NeighbourNaN) {
+    FMHA_REQUIRE_GPU();
+    struct IsoCase {
+        Mode mode;
+        int hq, hkv;
+    };
+    for (IsoCase const ic : {IsoCase{Mode::kVit, 4, 4}, IsoCase{Mode::kPaged, 4, 2}, IsoCase{Mode::kPaged, 6, 3},
+                             IsoCase{Mode::kPagedRagged, 4, 2}})
+        for (bool portable : {false, true}) {
+            ScopedFamily const family(portable);
+            bool const vit = ic.mode == Mode::kVit;
+            Case c = edge(std::string("iso_") + modeName(ic.mode), ic.mode, 72, {300, 130}, {vit ? 300 : 700, vit ? 130 : 400},
+                          ic.hq, ic.hkv);
+            c.spec.dtype = DataType::kFP8;
+            c.spec.splits = 1;
+            c.spec.seed ^= runSeed();
+            SCOPED_TRACE(c.name + (portable ? " portable" : " default"));
+            harness::HostProblem const clean = harness::makeProblem(c.spec);
+            harness::HostProblem poisoned = clean;
+            int const D = 72, rowHeads = vit ? ic.hq : ic.hkv;  // the K/V rows' heads
+            for (std::vector<uint8_t>* kv : {&poisoned.k, &poisoned.v})
+                for (size_t row = 0; row < kv->size() / (static_cast<size_t>(rowHeads) * D); ++row)
+                    for (int d = 0; d < 8; ++d) (*kv)[(row * rowHeads + 1) * D + d] = 0x7F;  // E4M3 NaN
+            harness::GpuResult a, b;
+            std::string err;
+            ASSERT_TRUE(harness::runGpu(clean, &a, &err)) << err;
+            ASSERT_TRUE(harness::runGpu(poisoned, &b, &err)) << err;
+            ASSERT_EQ(a.o.size(), b.o.size());
+            int const group = ic.hq / ic.hkv;
+            size_t sameHead0 = 0, nanHead1 = 0, head0 = 0;
+            for (size_t i = 0; i < a.o.size(); ++i) {
+                int const kvHead = static_cast<int>(i / D % static_cast<size_t>(ic.hq)) / group;
+                if (kvHead == 0) {
+                    ++head0;
+                    sameHead0 += a.o[i] == b.o[i];
+                } else if (kvHead == 1) {
+                    nanHead1 += std::isnan(num::halfToFloat(b.o[i]));
+                }
+            }
+            EXPECT_EQ(sameHead0, head0) << "KV head 0's outputs changed [" << b.family << "]";
+            EXPECT_GT(nanHead1, 0U) << "the poison did not reach KV head 1 [" << b.family << "]";
+            if (!portable && detail::smemBudget(227 * 1024) == 227 * 1024) {
+                detail::DeviceInfo dev;
+                if (detail::currentDevice(&dev) && dev.smVersion == 90) EXPECT_EQ(b.family, "sm90");
+            }
+        }
+}
+
 // Random lengths, including zero-length sequences, many times over.
 TEST(Randomised, RaggedAndVitShapes) {
     FMHA_REQUIRE_GPU();

@@ -33,8 +33,10 @@ SM80_COMPACT_DIMS = [128, 256, 512]
 SM90_ELEMENTS = ["kFp16", "kBf16"]
 SM90_SKIP_ELEMENTS = ["kFp16", "kBf16"]
 # FP8 E4M3 in the Hopper family: the kernel head dims it has (every API head dim but 512 runs
-# there; D=72's 72-byte rows go through 8-byte cp.async pieces, no TMA).
-SM90_FP8_DIMS = [64, 128, 256]
+# there). Kernel head dim 72: the D=128 tiles for 72-byte rows, which no TMA descriptor takes
+# with a head stride of 72 bytes (8-byte cp.async pieces, or TMA boxes over a token's heads as
+# one row; TileSm90::kRows8).
+SM90_FP8_DIMS = [64, 72, 128, 256]
 # Hopper tile shapes beside the default (TileShape in src/params.h), by (element, kernel head
 # dim): dense instances of the listed addressings; the heuristics choose them per problem
 # (src/heuristics.cpp: tileShapeFor).
@@ -48,6 +50,7 @@ SM90_SHAPES = {
     ("kFp16", 128): [("kPersistent", ["kStrided", "kPaged"]), ("kOneWarpGroup", ["kPaged"])],
     ("kBf16", 128): [("kPersistent", ["kStrided", "kPaged"]), ("kOneWarpGroup", ["kPaged"])],
     ("kFp8", 128): [("kPersistent", ["kStrided", "kPaged"])],
+    ("kFp8", 72): [("kPersistent", ["kStrided", "kPaged"])],
 }
 SHAPE_SUFFIX = {"kOneWarpGroup": "_onewg", "kWideKeys": "_widekeys", "kPersistent": "_persistent",
                 "kThreeWarpGroups": "_threewg"}

@@ -27,9 +27,11 @@
 
 namespace fmha::sm90 {
 
-// The tile configuration of an instance: by head dim, element size and tile shape.
+// The tile configuration of an instance: by head dim, element size and tile shape. Instance
+// head dim 72 (FP8): the D=128 tiles for rows of 72 bytes (TileSm90::kRows8).
 template <ElementKind kElem, int kHeadDim, TileShape kShape = TileShape::kDefault>
-using TileOf = TileSm90<kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes, kShape>;
+using TileOf = TileSm90<kHeadDim == 72 ? 128 : kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes, kShape,
+                        kHeadDim == 72>;
 
 // f(std::integral_constant<int, I>) for each I of the sequence, in order.
 template <class F, int... kI>
@@ -154,7 +156,8 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     unsigned char* sQ = smem;
     unsigned char* sK = sQ + Tile::kBytesQ;                   // kStages tiles
     unsigned char* sV = sK + Tile::kStages * Tile::kBytesKV;  // kStages tiles
-    // FP8: the V^T stages, then their barriers (kStages full, kStages empty).
+    // FP8: the V^T stages, then their barriers (kStages full, kStages empty; kRows8 then the K
+    // stages' "landed" barriers of row views, produceTiles).
     unsigned char* sVt = sV + Tile::kStages * Tile::kBytesKV;
     uint64_t* vtBar = reinterpret_cast<uint64_t*>(sVt + Tile::kStages * Tile::kBytesVt);
     __shared__ PipelineSm90<Tile::kStages> pipe;
@@ -192,6 +195,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
             for (int s = 0; s < Tile::kStages; ++s) {
                 Barrier::init(&vtBar[s], 128);
                 Barrier::init(&vtBar[Tile::kStages + s], Tile::kNConsumerThreads / 32);
+                if (Tile::kRows8) Barrier::init(&vtBar[2 * Tile::kStages + s], 128);
             }
         }
         pipe.init(128, Tile::kNConsumerThreads / 32);  // (its barrier-init fence covers vtBar)
@@ -212,9 +216,9 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     int const warpRow0 = m0 + cwarp * 16;  // consumer warpgroup cwg owns rows 64 cwg .. 64 cwg + 63
     int const warpRows = max(0, min(16, m1 - warpRow0));
 
-    float o[kHeadDim / 2];
+    float o[Tile::kDim / 2];
 #pragma unroll
-    for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0F;
+    for (int i = 0; i < Tile::kDim / 2; ++i) o[i] = 0.0F;
     OnlineSoftmax<2> softmax;
     softmax.init();
     if (!mask.empty()) {
@@ -236,14 +240,14 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     softmax.template finalize<Tile::kPLog2>(p.scale, invSum, lse);
 #pragma unroll
     for (int r = 0; r < 2; ++r) scaleOut[r] = invSum[r] * p.outScale;
-    auto const& o3 = *reinterpret_cast<float const(*)[1][kHeadDim / 8][4]>(&o);
+    auto const& o3 = *reinterpret_cast<float const(*)[1][Tile::kDim / 8][4]>(&o);
     if (kSplits && p.numSplits > 1) {  // this part's rows, unrounded, for the combine kernel
         int const part = splitOfCta(p.numSplits);
         auto accRow = [&](int r) {
             int const i = warpRow0 + r;
             return accumRow(p, part, b, packed.query(i), hq + packed.head(i));
         };
-        storePartial<1, kHeadDim>(o3, scaleOut, lane, p.oAccum, [&](int r) { return accRow(r) * D; }, warpRows, D);
+        storePartial<1, Tile::kDim>(o3, scaleOut, lane, p.oAccum, [&](int r) { return accRow(r) * D; }, warpRows, D);
         if (t == 0) storeLse(lse, g, warpRows, [&](int r) { return &p.lseAccum[accRow(r)]; });
         return;
     }
@@ -291,6 +295,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
             for (int s = 0; s < Tile::kStages; ++s) {
                 Barrier::init(&vtBar[s], 128);
                 Barrier::init(&vtBar[Tile::kStages + s], Tile::kNConsumerThreads / 32);
+                if (Tile::kRows8) Barrier::init(&vtBar[2 * Tile::kStages + s], 128);
             }
         }
         pipe.init(128, Tile::kNConsumerThreads / 32);
@@ -364,9 +369,9 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
             MaskPolicy<Tile::kBlockN> const mask(p, seq, x.b, packed.query(x.m0), packed.query(m1 - 1) + 1, 1, 0);
             int const warpRow0 = x.m0 + cwarp * 16;
             int const warpRows = max(0, min(16, m1 - warpRow0));
-            float o[kHeadDim / 2];
+            float o[Tile::kDim / 2];
 #pragma unroll
-            for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0F;
+            for (int i = 0; i < Tile::kDim / 2; ++i) o[i] = 0.0F;
             OnlineSoftmax<2> softmax;
             softmax.init();
             if (!mask.empty()) {
@@ -381,7 +386,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
             softmax.template finalize<Tile::kPLog2>(p.scale, invSum, lse);
 #pragma unroll
             for (int r = 0; r < 2; ++r) scaleOut[r] = invSum[r] * p.outScale;
-            auto const& o3 = *reinterpret_cast<float const(*)[1][kHeadDim / 8][4]>(&o);
+            auto const& o3 = *reinterpret_cast<float const(*)[1][Tile::kDim / 8][4]>(&o);
             __syncwarp();  // the warp's copies of its previous tile out of sStage are done
             storeWarpRowsTma<ET, Tile>(p, tma, seq, x.b, x.hq, warpRow0, warpRows, o3, scaleOut, lse, sStage, lane);
         }

@@ -306,6 +306,9 @@ enum : int { kK = 0, kV = 1 };
 // FP8 (Tile::kFp8): the consumers read V^T (sVt, barriers vtBar: kStages "full", then
 // kStages "empty"): the producer transposes each raw V stage once it has landed, one tile
 // behind its loads, and refills a raw stage only after all its threads have read it.
+// Tile::kRows8 (FP8 rows of 72 bytes, instances of their own): 8-byte cp.async pieces, or TMA
+// boxes over a token's KV heads as one row (TmaDescs::kvRows), whose K columns past D the
+// producer zeroes before the consumers read them.
 // it0: the pipeline's count of tiles before this row tile's (a persistent CTA's earlier
 // tiles): tile i of the visit order uses stage (it0 + i) % kStages.
 template <class Elem, class Tile, KvAddressing kKv>
@@ -332,21 +335,22 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     constexpr uint64_t kOnce = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST);
     int const D = p.headDim, lane = ptid % 32;
     bool const lead = ptid == 0;
-    // FP8 rows of 72 bytes (D=72 in the D=128 instances: no TMA descriptor takes their
-    // strides) are 8-byte aligned only: 8-byte pieces instead of 16-byte chunks.
-    constexpr bool kPieces8 = Tile::kFp8 && Tile::kDim == 128;
-    bool const pieces8 = kPieces8 && D * kElemBytes % 16 != 0;
+    // kRows8: rows of 72 bytes are 8-byte aligned only (no TMA descriptor takes their strides):
+    // 8-byte pieces instead of 16-byte chunks. Or TMA's row views (TmaDescs::kvRows): a K tile
+    // lands on its stage's "landed" barrier (vtBar[2 kStages + stage]), the producer zeroes its
+    // columns past D (the next head's), and only then arrives on the stage's full barrier, which
+    // the consumers wait on.
+    constexpr bool kRows8 = Tile::kRows8;
+    bool const rowViews = kRows8 && tma.kvRows;
+    int32_t const col0 = rowViews ? hkv * D : 0;  // the head's first column in a row view
     // Rows [0, kRows) of a tile by cp.async gathers: rowPtr(r) the global row (null: zeros),
     // dst(r, c) the 16-byte chunk c of row r in shared memory.
     auto gather = [&](auto rowsTag, auto const& rowPtr, auto const& dst, void const* fallback) {
         constexpr int kRows = decltype(rowsTag)::value;
-        if constexpr (kPieces8) {
-            if (pieces8) {
-                loadTile8<kRows, kChunks, 128>(rowPtr, dst, D * kElemBytes / 8, fallback, ptid);
-                return;
-            }
-        }
-        loadTile<CopyElem, kRows, kChunks, 128>(rowPtr, dst, 0, D * kElemBytes / 16, fallback, ptid);
+        if constexpr (kRows8)
+            loadTile8<kRows, kChunks, 128>(rowPtr, dst, D * kElemBytes / 8, fallback, ptid);
+        else
+            loadTile<CopyElem, kRows, kChunks, 128>(rowPtr, dst, 0, D * kElemBytes / 16, fallback, ptid);
     };
     int64_t const rowStride = static_cast<int64_t>(p.numQHeads) * D;
     if (lead) {
@@ -390,7 +394,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         auto waitEmpty = [&] {  // FP8 raw V: the producer's own transposes free the stage
             if (!(Tile::kFp8 && which == kV)) Barrier::wait(&pipe.empty[which][stage], ((it / kStages) & 1) ^ 1);
         };
-        uint64_t* full = &pipe.full[which][stage];
+        uint64_t* full = rowViews && which == kK ? &vtBar[2 * kStages + stage] : &pipe.full[which][stage];
         unsigned char* base = (which == kV ? sV : sK) + stage * Tile::kBytesKV;
         int32_t const j0 = n * kBlockN;
         bool viaTma = tma.kvOk && j0 + kBlockN <= seq.lk;
@@ -416,9 +420,14 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                 int const inPage = (j0 + ptid * boxRows) & ((1 << pageLog2) - 1);
                 if (ptid < boxes) {
 #pragma unroll
-                    for (int cb = 0; cb < kColBlocks; ++cb)
-                        cute::SM90_TMA_LOAD_3D::copy(&tma.k, full, kKeep, base + cb * kBlockN * kSw + ptid * boxRows * kSw,
-                                                     cb * kBoxCols, hkv, (page << pageLog2) + inPage);
+                    for (int cb = 0; cb < kColBlocks; ++cb) {
+                        unsigned char* dst = base + cb * kBlockN * kSw + ptid * boxRows * kSw;
+                        int32_t const token = (page << pageLog2) + inPage;
+                        if (rowViews)
+                            cute::SM90_TMA_LOAD_2D::copy(&tma.k, full, kKeep, dst, col0 + cb * kBoxCols, token);
+                        else
+                            cute::SM90_TMA_LOAD_3D::copy(&tma.k, full, kKeep, dst, cb * kBoxCols, hkv, token);
+                    }
                 }
                 if (!lead) Barrier::arrive(full);
                 return;
@@ -432,9 +441,14 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                     int32_t const row = static_cast<int32_t>(seq.kvBegin) + j0;
                     int32_t const batch = p.kvRowsFromCu ? 0 : b;
 #pragma unroll
-                    for (int cb = 0; cb < kColBlocks; ++cb)
-                        cute::SM90_TMA_LOAD_4D::copy(map, full, kKeep, base + cb * kBlockN * kSw, cb * kBoxCols, row, hkv,
-                                                     batch);
+                    for (int cb = 0; cb < kColBlocks; ++cb) {
+                        if (rowViews)
+                            cute::SM90_TMA_LOAD_3D::copy(map, full, kKeep, base + cb * kBlockN * kSw, col0 + cb * kBoxCols,
+                                                         row, batch);
+                        else
+                            cute::SM90_TMA_LOAD_4D::copy(map, full, kKeep, base + cb * kBlockN * kSw, cb * kBoxCols, row,
+                                                         hkv, batch);
+                    }
                 } else {
                     Barrier::arrive(full);
                 }
@@ -463,13 +477,28 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             Barrier::arrive(&vtBar[stage]);
             cutlass::arch::NamedBarrier::sync(128, Tile::kBarrierProducer);  // the raw stage is read
         };
+        // Row views: K tile j's columns past D zeroed once it has landed (row r by thread r),
+        // then the stage's full barrier (all producer threads, its count).
+        auto zeroPastD = [&](int j) {
+            int const stage = (it0 + j) % kStages, phase = ((it0 + j) / kStages) & 1;
+            Barrier::wait(&vtBar[2 * kStages + stage], phase);
+            unsigned char* base = sK + stage * Tile::kBytesKV;
+            for (int r = ptid; r < kBlockN; r += 128)
+                for (int q = D * kElemBytes / 8; q < 2 * kChunks; ++q)  // 8-byte pieces
+                    *reinterpret_cast<uint64_t*>(base + offsetIn(std::integral_constant<int, kBlockN>{}, r, q / 2) +
+                                                 (q % 2) * 8) = 0;
+            cutlass::arch::fence_view_async_shared();  // these writes -> the consumers' wgmma reads
+            Barrier::arrive(&pipe.full[kK][stage]);
+        };
         load(kK, 0);
         for (int i = 1; i < nTiles; ++i) {
             load(kK, i);
             load(kV, i - 1);
+            if (rowViews) zeroPastD(i - 1);
             if (i >= 2) transpose(i - 2);
         }
         load(kV, nTiles - 1);
+        if (rowViews) zeroPastD(nTiles - 1);
         for (int j = nTiles >= 2 ? nTiles - 2 : 0; j < nTiles; ++j) transpose(j);
     } else {
         load(kK, 0);

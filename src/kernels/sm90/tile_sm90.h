@@ -8,12 +8,16 @@ namespace fmha::sm90 {
 // kElemBytes: 2 (FP16/BF16) or 1 (FP8 E4M3; wgmma reads both FP8 operands K-major, so V is
 // transposed in shared memory into a stage of its own, kBytesVt). kShape: the default tiles or
 // one of the shapes built beside them for some problems (TileShape).
-template <int kHeadDim, int kElemBytes = 2, TileShape kShape = TileShape::kDefault>
+// kRows8 (FP8 at D=128): rows of 72 bytes, 8-byte aligned only (API head dim 72): the producer
+// gathers them by 8-byte pieces or reads TMA's row views (produceTiles).
+template <int kHeadDim, int kElemBytes = 2, TileShape kShape = TileShape::kDefault, bool kRows8_ = false>
 struct TileSm90 {
     static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "native wgmma head dims");
     static_assert(kElemBytes == 2 || kElemBytes == 1, "16-bit or FP8 elements");
     static constexpr int kDim = kHeadDim;
     static constexpr bool kFp8 = kElemBytes == 1;
+    static constexpr bool kRows8 = kRows8_;
+    static_assert(!kRows8 || (kFp8 && kHeadDim == 128 && kShape != TileShape::kWideKeys), "72-byte rows: FP8, D=128 tiles");
     static_assert(kShape != TileShape::kWideKeys || (kFp8 && (kHeadDim == 64 || kHeadDim == 128)),
                   "wide key tiles: FP8 at D=64 and 128");
     static_assert(kShape != TileShape::kOneWarpGroup || (!kFp8 && kHeadDim <= 128),
@@ -75,12 +79,15 @@ struct TileSm90 {
     // (16-bit): the producer walks its tiles in a loop that spills at 40 (128 * 48 + 256 * 224).
     // Three consumer warpgroups: 128 * 32 + 384 * 160 = 65536 (D=64: O 32, S 64 and P 32); FP8
     // keeps the producer's 56 for its V transposes (128 * 56 + 384 * 152 = 65536).
-    static constexpr int kProducerRegs = kFp8                        ? 56
+    // 72-byte rows (kRows8): the producer's gathers and K zeroing take 72 (128 * 72 + 256 * 216).
+    static constexpr int kProducerRegs = kRows8                      ? 72
+                                         : kFp8                      ? 56
                                          : kNConsumerWarpGroups != 2 ? 32
                                          : kHeadDim == 256           ? 24
                                          : kPersistent               ? 48
                                                                      : 40;
-    static constexpr int kConsumerRegs = kNConsumerWarpGroups == 3                          ? (kFp8 ? 152 : 160)
+    static constexpr int kConsumerRegs = kRows8                                             ? 216
+                                         : kNConsumerWarpGroups == 3                        ? (kFp8 ? 152 : 160)
                                          : kNConsumerWarpGroups == 1 || kFp8 || kPersistent ? 224
                                          : kHeadDim == 256                                  ? 240
                                                                                             : 232;
@@ -113,10 +120,13 @@ struct TileSm90 {
     static constexpr int kStrideO = kHeadDim + 8;
     static constexpr int kBytesOWarp = 16 * kHeadDim * 2;
     static constexpr int kBytesO = kPersistent ? (kNConsumerThreads / 32) * kBytesOWarp : 0;
-    // + the staged output (persistent), + the V^T stages' mbarriers (FP8), + alignment slack:
+    // FP8 mbarriers after the stages: V^T's full and empty, and (kRows8) K's "landed" ones for
+    // row views (produceTiles).
+    static constexpr int kFp8Barriers = (kRows8 ? 3 : 2) * kStages;
+    // + the staged output (persistent), + the FP8 mbarriers, + alignment slack:
     // persistent 129 KB (D=64) and 193 KB (D=128), FP8 121 and 193 KB.
     static constexpr int kSmemBytes =
-        kBytesQ + 2 * kStages * kBytesKV + kStages * kBytesVt + kBytesO + (kFp8 ? 16 * kStages : 0) + 1024;
+        kBytesQ + 2 * kStages * kBytesKV + kStages * kBytesVt + kBytesO + (kFp8 ? kFp8Barriers * 8 : 0) + 1024;
     static_assert(kSmemBytes <= 227 * 1024, "within the SM's opt-in shared memory");
     // (K, V and, FP8, the V^T stages that follow them)
     static_assert(kBlockM * kStrideO * 2 <= 2 * kStages * kBytesKV + kStages * kBytesVt, "epilogue staging fits");

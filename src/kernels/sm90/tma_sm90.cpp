@@ -73,10 +73,14 @@ bool outputCopiesForced() {
 void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes, TmaDescs* d, bool withO) {
     d->qOk = 0;
     d->kvOk = 0;
+    d->kvRows = 0;
     d->oOk = 0;
     int const elemBytes = p.element == ElementKind::kFp8 ? 1 : 2;
     cuuint64_t const e = static_cast<cuuint64_t>(elemBytes), D = static_cast<cuuint64_t>(p.headDim);
     cuuint32_t const boxCols = static_cast<cuuint32_t>(swizzleBytes / elemBytes);  // one swizzle row
+    // FP8 rows of D bytes that are no whole number of 16-byte units (D=72): no descriptor takes
+    // a head stride of D bytes, but a token's KV heads side by side make one row that may.
+    bool const rowView = elemBytes == 1 && p.headDim % 16 != 0 && swizzleBytes == 128;
     // Row coordinates are int32 in the kernel.
     int64_t const qRows = p.cuQ != nullptr ? p.totalQ : static_cast<int64_t>(p.batch) * p.seqLenQ;
     if (qRows > 0 && qRows <= INT32_MAX) {
@@ -102,6 +106,11 @@ void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes,
             cuuint64_t const strides[2] = {D * e, static_cast<cuuint64_t>(p.numKVHeads) * D * e};
             cuuint32_t const box[3] = {boxCols, 1, static_cast<cuuint32_t>(boxRows)};
             d->kvOk = encode<3>(&d->k, p.k, dims, strides, box, elemBytes, swizzleBytes);
+            if (!d->kvOk && rowView) {  // a token's KV heads as one row
+                cuuint64_t const rowDims[2] = {static_cast<cuuint64_t>(p.numKVHeads) * D, static_cast<cuuint64_t>(tokens)};
+                cuuint32_t const rowBox[2] = {boxCols, static_cast<cuuint32_t>(boxRows)};
+                d->kvOk = d->kvRows = encode<2>(&d->k, p.k, rowDims, {strides[1]}, rowBox, elemBytes, swizzleBytes);
+            }
         }
     } else if (p.maxKvLen > 0) {
         // Packed rows (cuKV offsets) have one batch; its stride is never used.
@@ -114,6 +123,14 @@ void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes,
         cuuint32_t const box[4] = {boxCols, static_cast<cuuint32_t>(blockN), 1, 1};
         d->kvOk = encode<4>(&d->k, p.k, dims, strides, box, elemBytes, swizzleBytes) &&
                   encode<4>(&d->v, p.v, dims, strides, box, elemBytes, swizzleBytes);
+        if (!d->kvOk && rowView && p.kvHeadStride == p.headDim) {  // a token's KV heads side by side: one row
+            cuuint64_t const rowDims[3] = {static_cast<cuuint64_t>(p.numKVHeads) * D,
+                                           static_cast<cuuint64_t>(p.maxKvLen), batches};
+            cuuint64_t const rowStrides[2] = {strides[0], batchStride};
+            cuuint32_t const rowBox[3] = {boxCols, static_cast<cuuint32_t>(blockN), 1};
+            d->kvOk = d->kvRows = encode<3>(&d->k, p.k, rowDims, rowStrides, rowBox, elemBytes, swizzleBytes) &&
+                                  encode<3>(&d->v, p.v, rowDims, rowStrides, rowBox, elemBytes, swizzleBytes);
+        }
     }
 }
 
