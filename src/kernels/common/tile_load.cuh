@@ -81,19 +81,20 @@ __device__ inline void loadTile(RowPtr const& rowPtr, Dst const& dst, int chunk0
 }
 
 // loadTile() for rows that are 8-byte aligned only (FP8 rows of 72 bytes: no 16-byte
-// chunks): 8-byte zero-filling cp.async pieces, piece q of row r at dst(r, q / 2) + 8 (q % 2).
-// Pieces past validPieces and rows with a null rowPtr read as zeros. Thread tid keeps piece
-// tid % (2 kChunks) and steps down the rows, its row addresses four at a time in flight
-// before their copies (page-table reads). tid < kNThreads.
+// chunks): 8-byte zero-filling cp.async pieces, global piece q of row r at shared piece
+// q + shift, piece s at dst(r, s / 2) + 8 (s % 2). Every shared piece of the row is written:
+// those outside [shift, shift + validPieces) and the rows with a null rowPtr as zeros. Thread
+// tid keeps shared piece tid % (2 kChunks) and steps down the rows, its row addresses four at
+// a time in flight before their copies (page-table reads). tid < kNThreads.
 template <int kRows, int kChunks, int kNThreads, class RowPtr, class Dst>
-__device__ inline void loadTile8(RowPtr const& rowPtr, Dst const& dst, int validPieces, void const* fallback,
-                                 int tid) {
+__device__ inline void loadTile8(RowPtr const& rowPtr, Dst const& dst, int validPieces, int shift,
+                                 void const* fallback, int tid) {
     constexpr int kPieces = 2 * kChunks, kRowStep = kNThreads / kPieces, kPerThread = kRows / kRowStep;
     static_assert(kNThreads % kPieces == 0 && kRows % kRowStep == 0, "whole rows per pass");
     constexpr int kBatch = kPerThread < 4 ? kPerThread : 4;
     static_assert(kPerThread % kBatch == 0, "whole batches");
-    int const q = tid % kPieces, r0 = tid / kPieces;
-    bool const inRow = q < validPieces;
+    int const sp = tid % kPieces, q = sp - shift, r0 = tid / kPieces;
+    bool const inRow = q >= 0 && q < validPieces;
 #pragma unroll 1
     for (int base = 0; base < kPerThread; base += kBatch) {
         char const* row[kBatch];
@@ -104,7 +105,7 @@ __device__ inline void loadTile8(RowPtr const& rowPtr, Dst const& dst, int valid
             int const r = r0 + (base + k) * kRowStep;
             bool const valid = row[k] != nullptr;
             auto const* src = reinterpret_cast<uint64_t const*>(valid ? row[k] + q * 8 : fallback);
-            auto* d = reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(dst(r, q / 2)) + (q % 2) * 8);
+            auto* d = reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(dst(r, sp / 2)) + (sp % 2) * 8);
             cute::SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint64_t>::copy(*src, *d, valid);
         }
     }

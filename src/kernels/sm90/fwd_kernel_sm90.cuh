@@ -47,6 +47,19 @@ __device__ inline void storeSharedXor(uint32_t base, uint32_t v) {
                  : "memory");
 }
 
+// Row views (Tile::kRows8, TmaDescs::kvRows): the head's columns sit headShift bytes (FP8
+// elements: 0 or 8) into Q, K and V's shared rows, so O's sit as far into the accumulator;
+// moves them to its first columns (8 columns: one accumulator group of 4 registers).
+template <class Tile, int N>
+__device__ inline void alignHeadColumns(TmaDescs const& tma, int hkv, int D, float (&o)[N]) {
+    if constexpr (Tile::kRows8) {
+        if (tma.kvRows && headShift(hkv, D) != 0) {
+#pragma unroll
+            for (int i = 0; i + 4 < N; ++i) o[i] = o[i + 4];
+        }
+    }
+}
+
 // A warp's LSE of an unsplit launch, where asked for (lanes t == 0 store).
 __device__ inline void storeWarpLse(FmhaParams const& p, SeqInfo const& seq, int b, int hq, int warpRow0, int warpRows,
                                     float const (&lse)[2], int g, int t) {
@@ -234,6 +247,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
                                                      static_cast<uint32_t>(__cvta_generic_to_shared(sVt)), vtBar,
                                                      static_cast<uint32_t>(__cvta_generic_to_shared(sDrops[cwg]))};
         consumer.run(o, softmax);
+        alignHeadColumns<Tile>(tma, hkv, D, o);
     }
 
     float invSum[2], lse[2], scaleOut[2];
@@ -379,6 +393,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
                                                       lane == 0, cwg, -INFINITY, sVtAddr, vtBar, 0U, it,
                                                       static_cast<uint32_t>(qIter & 1)};
                 consumer.run(o, softmax);
+                alignHeadColumns<Tile>(tma, x.hq / p.headGroup, p.headDim, o);
                 it += mask.nBlockMax - mask.nBlockMin;
                 ++qIter;
             }

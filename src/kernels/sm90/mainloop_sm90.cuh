@@ -270,6 +270,10 @@ __device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, i
     }
 }
 
+// The byte offset, in a row view's box (TmaDescs::kvRows), of KV head h's first column of D
+// (FP8): the box starts at the 16-byte column at or below it, as TMA requires.
+__device__ inline int headShift(int h, int D) { return (h * D) % 16; }
+
 // The mbarriers of one CTA. Tile i of the visit order uses stage i % kStages in phase
 // (i / kStages) & 1; K and V have separate barriers, so that Q.K^T of a tile can start
 // while its V is still in flight.
@@ -336,19 +340,23 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     int const D = p.headDim, lane = ptid % 32;
     bool const lead = ptid == 0;
     // kRows8: rows of 72 bytes are 8-byte aligned only (no TMA descriptor takes their strides):
-    // 8-byte pieces instead of 16-byte chunks. Or TMA's row views (TmaDescs::kvRows): a K tile
-    // lands on its stage's "landed" barrier (vtBar[2 kStages + stage]), the producer zeroes its
-    // columns past D (the next head's), and only then arrives on the stage's full barrier, which
-    // the consumers wait on.
+    // 8-byte pieces instead of 16-byte chunks. Or TMA's row views (TmaDescs::kvRows), whose
+    // boxes start at a 16-byte column: at the head's first column less its shift (headShift:
+    // 8 bytes for odd KV heads), so that the head's columns sit `shift` bytes into each row of
+    // Q, K and V in shared memory (the consumers move O's columns back). A K tile lands on its
+    // stage's "landed" barrier (vtBar[2 kStages + stage]), the producer zeroes its columns
+    // outside the head's (the neighbours'), and only then arrives on the stage's full barrier,
+    // which the consumers wait on.
     constexpr bool kRows8 = Tile::kRows8;
     bool const rowViews = kRows8 && tma.kvRows;
-    int32_t const col0 = rowViews ? hkv * D : 0;  // the head's first column in a row view
+    int const shift = rowViews ? headShift(hkv, D) : 0;
+    int32_t const col0 = rowViews ? hkv * D - shift : 0;  // a row view's first column
     // Rows [0, kRows) of a tile by cp.async gathers: rowPtr(r) the global row (null: zeros),
     // dst(r, c) the 16-byte chunk c of row r in shared memory.
     auto gather = [&](auto rowsTag, auto const& rowPtr, auto const& dst, void const* fallback) {
         constexpr int kRows = decltype(rowsTag)::value;
         if constexpr (kRows8)
-            loadTile8<kRows, kChunks, 128>(rowPtr, dst, D * kElemBytes / 8, fallback, ptid);
+            loadTile8<kRows, kChunks, 128>(rowPtr, dst, D * kElemBytes / 8, shift / 8, fallback, ptid);
         else
             loadTile<CopyElem, kRows, kChunks, 128>(rowPtr, dst, 0, D * kElemBytes / 16, fallback, ptid);
     };
@@ -477,16 +485,18 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             Barrier::arrive(&vtBar[stage]);
             cutlass::arch::NamedBarrier::sync(128, Tile::kBarrierProducer);  // the raw stage is read
         };
-        // Row views: K tile j's columns past D zeroed once it has landed (row r by thread r),
-        // then the stage's full barrier (all producer threads, its count).
+        // Row views: K tile j's columns outside the head's zeroed once it has landed (row r by
+        // thread r), then the stage's full barrier (all producer threads, its count).
         auto zeroPastD = [&](int j) {
             int const stage = (it0 + j) % kStages, phase = ((it0 + j) / kStages) & 1;
             Barrier::wait(&vtBar[2 * kStages + stage], phase);
             unsigned char* base = sK + stage * Tile::kBytesKV;
+            int const first = shift / 8, end = first + D * kElemBytes / 8;  // the head's 8-byte pieces
             for (int r = ptid; r < kBlockN; r += 128)
-                for (int q = D * kElemBytes / 8; q < 2 * kChunks; ++q)  // 8-byte pieces
-                    *reinterpret_cast<uint64_t*>(base + offsetIn(std::integral_constant<int, kBlockN>{}, r, q / 2) +
-                                                 (q % 2) * 8) = 0;
+                for (int q = 0; q < 2 * kChunks; ++q)
+                    if (q < first || q >= end)
+                        *reinterpret_cast<uint64_t*>(base + offsetIn(std::integral_constant<int, kBlockN>{}, r, q / 2) +
+                                                     (q % 2) * 8) = 0;
             cutlass::arch::fence_view_async_shared();  // these writes -> the consumers' wgmma reads
             Barrier::arrive(&pipe.full[kK][stage]);
         };
