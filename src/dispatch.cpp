@@ -45,15 +45,14 @@ void fill(KernelOps* ops, char const* family, bool compact) {
 
 bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int smemLimit, bool skipSoftmax,
                       TileShape shape, KernelOps* ops) {
-    // FP8 rows that are no whole number of 16-byte units (D=72) run instances of their own.
-    int const d = element == ElementKind::kFp8 && headDim % 16 != 0 ? headDim : hopperHeadDim(headDim);
-    (void)element;
-    (void)d;
-    (void)kv;
-    (void)smemLimit;
-    (void)skipSoftmax;
-    (void)shape;
-    (void)ops;
+    int const padded = hopperHeadDim(headDim);
+    if (padded == 0) return false;
+    // Head dims 72, 80 and 96 have instances of their own for some tile shapes (the D=128 tiles
+    // whose Q.K^T reads the head's columns only); the rest run in the D=128 instances, except FP8
+    // at D=72, whose 72-byte rows only its own instances take.
+    bool const ownRows = element == ElementKind::kFp8 && headDim % 16 != 0;
+    int const candidates[2] = {headDim, ownRows || headDim == padded ? 0 : padded};
+    for (int const d : candidates) {
 #define FMHA_SM90_INSTANCE(E, D, K, S, SHAPE)                                                                  \
     if (element == ElementKind::E && d == (D) && kv == KvAddressing::K && skipSoftmax == (S) &&               \
         shape == TileShape::SHAPE &&                                                                           \
@@ -66,6 +65,12 @@ bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int sme
     }
 #include "instances_sm90.inc"
 #undef FMHA_SM90_INSTANCE
+    }
+    (void)kv;
+    (void)smemLimit;
+    (void)skipSoftmax;
+    (void)shape;
+    (void)ops;
     return false;
 }
 

@@ -36,7 +36,13 @@ SM90_SKIP_ELEMENTS = ["kFp16", "kBf16"]
 # there). Kernel head dim 72: the D=128 tiles for 72-byte rows, which no TMA descriptor takes
 # with a head stride of 72 bytes (8-byte cp.async pieces, or TMA boxes over a token's heads as
 # one row; TileSm90::kRows8).
-SM90_FP8_DIMS = [64, 72, 128, 256]
+SM90_FP8_DIMS = [64, 72, 80, 96, 128, 256]
+# Kernel head dims 72, 80 and 96 (all element types): the D=128 tiles with Q.K^T over the head's
+# columns rounded up to whole k-steps (TileSm90::kQKBytes), for the default and persistent
+# tiles; skip-softmax and the one-warpgroup tiles run these head dims in the D=128 instances
+# (the dispatcher falls back to them).
+SM90_TRIMMED_DIMS = [72, 80, 96]
+SM90_16BIT_DIMS = [64, 72, 80, 96, 128, 256]
 # Hopper tile shapes beside the default (TileShape in src/params.h), by (element, kernel head
 # dim): dense instances of the listed addressings; the heuristics choose them per problem
 # (src/heuristics.cpp: tileShapeFor).
@@ -50,7 +56,7 @@ SM90_SHAPES = {
     ("kFp16", 128): [("kPersistent", ["kStrided", "kPaged"]), ("kOneWarpGroup", ["kPaged"])],
     ("kBf16", 128): [("kPersistent", ["kStrided", "kPaged"]), ("kOneWarpGroup", ["kPaged"])],
     ("kFp8", 128): [("kPersistent", ["kStrided", "kPaged"])],
-    ("kFp8", 72): [("kPersistent", ["kStrided", "kPaged"])],
+    **{(e, d): [("kPersistent", ["kStrided", "kPaged"])] for e in ("kFp16", "kBf16", "kFp8") for d in (72, 80, 96)},
 }
 SHAPE_SUFFIX = {"kOneWarpGroup": "_onewg", "kWideKeys": "_widekeys", "kPersistent": "_persistent",
                 "kThreeWarpGroups": "_threewg"}
@@ -85,7 +91,8 @@ def family(out, arch, elements, dims, compact_dims=(), skip_elements=(), dims_of
     listed = []
     for elem, dim, kv, compact in instances(elements, dims, compact_dims, dims_of):
         variants = [(compact, "_compact" if compact else "", None)] if arch == "sm80" else \
-            [(False, "", "kDefault")] + ([(True, "_skip", "kDefault")] if elem in skip_elements else []) + \
+            [(False, "", "kDefault")] + \
+            ([(True, "_skip", "kDefault")] if elem in skip_elements and dim not in SM90_TRIMMED_DIMS else []) + \
             [(False, SHAPE_SUFFIX[s], s) for s, kvs in (shapes or {}).get((elem, dim), []) if kv in kvs]
         for flag, suffix, shape in variants:
             listed.append((elem, dim, kv, flag, shape))
@@ -137,7 +144,8 @@ def main():
     support_table(out)
     family(out, "sm80", SM80_ELEMENTS, SM80_HEAD_DIMS, SM80_COMPACT_DIMS)
     family(out, "sm90", SM90_ELEMENTS + ["kFp8"] if "--sm90" in sys.argv else [], SM90_HEAD_DIMS,
-           skip_elements=SM90_SKIP_ELEMENTS, dims_of={"kFp8": SM90_FP8_DIMS}, shapes=SM90_SHAPES)
+           skip_elements=SM90_SKIP_ELEMENTS,
+           dims_of={"kFp16": SM90_16BIT_DIMS, "kBf16": SM90_16BIT_DIMS, "kFp8": SM90_FP8_DIMS}, shapes=SM90_SHAPES)
 
 
 if __name__ == "__main__":

@@ -28,10 +28,16 @@
 namespace fmha::sm90 {
 
 // The tile configuration of an instance: by head dim, element size and tile shape. Instance
-// head dim 72 (FP8): the D=128 tiles for rows of 72 bytes (TileSm90::kRows8).
+// head dims 72, 80 and 96: the D=128 tiles whose Q.K^T reads the head's columns rounded up to
+// whole k-steps (TileSm90::kQKBytes), and FP8 D=72's 72-byte rows (TileSm90::kRows8).
+template <int kHeadDim>
+inline constexpr bool kPaddedDim = kHeadDim > 64 && kHeadDim < 128;
 template <ElementKind kElem, int kHeadDim, TileShape kShape = TileShape::kDefault>
-using TileOf = TileSm90<kHeadDim == 72 ? 128 : kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes, kShape,
-                        kHeadDim == 72>;
+using TileOf = TileSm90<kPaddedDim<kHeadDim> ? 128 : kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes,
+                        kShape, kElem == ElementKind::kFp8 && kHeadDim == 72,
+                        kPaddedDim<kHeadDim>
+                            ? (kHeadDim * ElemTraits<typename ElemOf<kElem>::type>::kBytes + 31) / 32 * 32
+                            : 0>;
 
 // f(std::integral_constant<int, I>) for each I of the sequence, in order.
 template <class F, int... kI>

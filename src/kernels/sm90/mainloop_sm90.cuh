@@ -129,9 +129,10 @@ __device__ inline void fenceOperands(uint32_t (&a)[N][4]) {
 
 // Issues S[64 x kBlockN] = Q[warpgroup's 64 rows] . K^T as one wgmma group (no wait).
 // sQ: this warpgroup's first Q row inside a kRowsQ-row swizzled tile; sK: a kBlockN-row
-// swizzled tile. A k-step reads 32 bytes of each row (16 16-bit or 32 FP8 columns); rows of
-// 64 bytes (FP8 at D=64) are one 64-byte-swizzled block.
-template <class T, int kHeadDim, int kBlockN, int kRowsQ>
+// swizzled tile. A k-step reads 32 bytes of each row (16 16-bit or 32 FP8 columns), the first
+// kQKBytes of it (the rest of a row is zeros); rows of 64 bytes (FP8 at D=64) are one
+// 64-byte-swizzled block.
+template <class T, int kHeadDim, int kBlockN, int kRowsQ, int kQKBytes = kHeadDim * static_cast<int>(sizeof(T))>
 __device__ inline void issueQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2]) {
     using Op = typename GmmaOps<T, kBlockN>::SS;
     constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(T));
@@ -140,7 +141,7 @@ __device__ inline void issueQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2]
     fenceOperands(s);
     cute::warpgroup_arrive();
 #pragma unroll
-    for (int kk = 0; kk < kRowBytes / 32; ++kk) {
+    for (int kk = 0; kk < kQKBytes / 32; ++kk) {
         // k-step kk: 32 bytes further per step inside a row; 128-byte rows: column block kk/4.
         uint32_t const colOffQ = kRowBytes == 64 ? kk * 32 : (kk / 4) * (kRowsQ * 128) + (kk % 4) * 32;
         uint32_t const colOffK = kRowBytes == 64 ? kk * 32 : (kk / 4) * (kBlockN * 128) + (kk % 4) * 32;
@@ -733,7 +734,7 @@ struct ConsumerSm90 {
         float s[kBlockN / 2];
         float rescale[2];
         bool moved;
-        issueQK<T, kHeadDim, kBlockN, Tile::kBlockM>(sQ, stage(sK, i), s);
+        issueQK<T, kHeadDim, kBlockN, Tile::kBlockM, Tile::kQKBytes>(sQ, stage(sK, i), s);
         waitFull(kV, i - 1);
         if constexpr (kPV) issuePVStage(pa, i - 1, o);
         turnEnd(false);
@@ -793,7 +794,7 @@ struct ConsumerSm90 {
             if constexpr (Tile::kPingPong)
                 if (wg == kLastWg) cutlass::arch::NamedBarrier::arrive(256, Tile::kBarrierTurn0);
             turnBegin();
-            issueQK<T, kHeadDim, kBlockN, Tile::kBlockM>(sQ, stage(sK, 0), s);
+            issueQK<T, kHeadDim, kBlockN, Tile::kBlockM, Tile::kQKBytes>(sQ, stage(sK, 0), s);
             turnEnd(false);
             cute::warpgroup_wait<0>();
             fenceOperands(s);

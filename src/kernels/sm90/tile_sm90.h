@@ -9,8 +9,11 @@ namespace fmha::sm90 {
 // transposed in shared memory into a stage of its own, kBytesVt). kShape: the default tiles or
 // one of the shapes built beside them for some problems (TileShape).
 // kRows8 (FP8 at D=128): rows of 72 bytes, 8-byte aligned only (API head dim 72): the producer
-// gathers them by 8-byte pieces or reads TMA's row views (produceTiles).
-template <int kHeadDim, int kElemBytes = 2, TileShape kShape = TileShape::kDefault, bool kRows8_ = false>
+// gathers them by 8-byte pieces or reads TMA's row views (produceTiles). kQKBytes_ (D=128 tiles
+// of head dims 72-96): the bytes of a row Q.K^T reads, a multiple of its 32-byte k-steps (0:
+// the whole row); the columns past the head dim are zeros there.
+template <int kHeadDim, int kElemBytes = 2, TileShape kShape = TileShape::kDefault, bool kRows8_ = false,
+          int kQKBytes_ = 0>
 struct TileSm90 {
     static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "native wgmma head dims");
     static_assert(kElemBytes == 2 || kElemBytes == 1, "16-bit or FP8 elements");
@@ -104,6 +107,8 @@ struct TileSm90 {
     // Shared memory in 128-byte swizzled rows: 128 bytes of columns per block (64 16-bit or
     // 128 FP8 elements), blocks of rows x 128 B.
     static constexpr int kRowBytes = kHeadDim * kElemBytes;
+    static constexpr int kQKBytes = kQKBytes_ > 0 ? kQKBytes_ : kRowBytes;
+    static_assert(kQKBytes % 32 == 0 && kQKBytes <= kRowBytes, "whole k-steps of a row");
     // Q, K and V rows: blocks of 128-byte rows under the 128-byte swizzle, or (FP8 at D=64)
     // one block of 64-byte rows under the 64-byte swizzle.
     static constexpr int kSwizzleBytes = kRowBytes >= 128 ? 128 : 64;
