@@ -53,6 +53,7 @@ bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int sme
     bool const ownRows = element == ElementKind::kFp8 && headDim % 16 != 0;
     int const candidates[2] = {headDim, ownRows || headDim == padded ? 0 : padded};
     for (int const d : candidates) {
+        (void)d;  // (no instance reads it in a build without sm_90a)
 #define FMHA_SM90_INSTANCE(E, D, K, S, SHAPE)                                                                  \
     if (element == ElementKind::E && d == (D) && kv == KvAddressing::K && skipSoftmax == (S) &&               \
         shape == TileShape::SHAPE &&                                                                           \
@@ -66,7 +67,7 @@ bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int sme
 #include "instances_sm90.inc"
 #undef FMHA_SM90_INSTANCE
     }
-    (void)kv;
+    (void)kv;  // (these too)
     (void)smemLimit;
     (void)skipSoftmax;
     (void)shape;

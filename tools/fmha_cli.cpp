@@ -628,6 +628,10 @@ int cmdBench(Flags& f) {
             return 2;
         }
     }
+    if (f.has("skip-factors") && !f.has("skip-sweep")) {
+        std::fprintf(stderr, "fmha bench: --skip-factors goes with --skip-sweep\n");
+        return 2;
+    }
     if (f.has("skip-sweep")) {
         if (dtype == DataType::kFP8) {
             std::fprintf(stderr, "fmha bench --skip-sweep: skip-softmax takes FP16 and BF16 input\n");

@@ -32,17 +32,13 @@ SM80_COMPACT_DIMS = [128, 256, 512]
 # the element types skip-softmax takes (FP16 and BF16).
 SM90_ELEMENTS = ["kFp16", "kBf16"]
 SM90_SKIP_ELEMENTS = ["kFp16", "kBf16"]
-# FP8 E4M3 in the Hopper family: the kernel head dims it has (every API head dim but 512 runs
-# there). Kernel head dim 72: the D=128 tiles for 72-byte rows, which no TMA descriptor takes
-# with a head stride of 72 bytes (8-byte cp.async pieces, or TMA boxes over a token's heads as
-# one row; TileSm90::kRows8).
-SM90_FP8_DIMS = [64, 72, 80, 96, 128, 256]
-# Kernel head dims 72, 80 and 96 (all element types): the D=128 tiles with Q.K^T over the head's
-# columns rounded up to whole k-steps (TileSm90::kQKBytes), for the default and persistent
-# tiles; skip-softmax and the one-warpgroup tiles run these head dims in the D=128 instances
-# (the dispatcher falls back to them).
+# Kernel head dims 72, 80 and 96 (every element type, FP8 E4M3 included): the D=128 tiles with
+# Q.K^T over the head's columns rounded up to whole k-steps (TileSm90::kQKBytes), for the
+# default and persistent tiles; skip-softmax and the one-warpgroup tiles run these head dims in
+# the D=128 instances (the dispatcher falls back to them). FP8 at 72 also takes its 72-byte
+# rows, which no TMA descriptor takes with a head stride of 72 bytes (8-byte cp.async pieces,
+# or TMA boxes over a token's heads as one row; TileSm90::kRows8).
 SM90_TRIMMED_DIMS = [72, 80, 96]
-SM90_16BIT_DIMS = [64, 72, 80, 96, 128, 256]
 # Hopper tile shapes beside the default (TileShape in src/params.h), by (element, kernel head
 # dim): dense instances of the listed addressings; the heuristics choose them per problem
 # (src/heuristics.cpp: tileShapeFor).
@@ -56,20 +52,19 @@ SM90_SHAPES = {
     ("kFp16", 128): [("kPersistent", ["kStrided", "kPaged"]), ("kOneWarpGroup", ["kPaged"])],
     ("kBf16", 128): [("kPersistent", ["kStrided", "kPaged"]), ("kOneWarpGroup", ["kPaged"])],
     ("kFp8", 128): [("kPersistent", ["kStrided", "kPaged"])],
-    **{(e, d): [("kPersistent", ["kStrided", "kPaged"])] for e in ("kFp16", "kBf16", "kFp8") for d in (72, 80, 96)},
+    **{(e, d): [("kPersistent", ["kStrided", "kPaged"])] for e in ("kFp16", "kBf16", "kFp8") for d in SM90_TRIMMED_DIMS},
 }
 SHAPE_SUFFIX = {"kOneWarpGroup": "_onewg", "kWideKeys": "_widekeys", "kPersistent": "_persistent",
                 "kThreeWarpGroups": "_threewg"}
-SM90_HEAD_DIMS = sorted({h for _, _, h, _ in HEAD_DIMS if h})
+SM90_HEAD_DIMS = sorted({h for _, _, h, _ in HEAD_DIMS if h} | set(SM90_TRIMMED_DIMS))
 # Kernel head dims that only paged-mode API head dims reach: no contiguous-KV instance.
 PAGED_ONLY_DIMS = {p for _, p, _, paged in HEAD_DIMS if paged} - {p for _, p, _, paged in HEAD_DIMS if not paged}
 ADDRESSING = ["kStrided", "kPaged"]
 
 
-def instances(elements, dims, compact_dims=(), dims_of=None):
-    """dims_of: element -> its head dims, where they differ from dims."""
+def instances(elements, dims, compact_dims=()):
     for elem in elements:
-        for dim in (dims_of or {}).get(elem, dims):
+        for dim in dims:
             for kv in ADDRESSING:
                 if dim in PAGED_ONLY_DIMS and kv != "kPaged":
                     continue
@@ -82,14 +77,14 @@ def write_if_changed(path, text):
         path.write_text(text)
 
 
-def family(out, arch, elements, dims, compact_dims=(), skip_elements=(), dims_of=None, shapes=None):
+def family(out, arch, elements, dims, compact_dims=(), skip_elements=(), shapes=None):
     """compact_dims (sm80): the head dims with a compact configuration too; skip_elements
     (sm90): the element types with a skip-softmax variant too. Either is the instance's
     fourth template argument (sm90: always written). shapes (sm90): (element, head dim) ->
     the tile shapes built beside the default (dense), the fifth argument."""
     names = []
     listed = []
-    for elem, dim, kv, compact in instances(elements, dims, compact_dims, dims_of):
+    for elem, dim, kv, compact in instances(elements, dims, compact_dims):
         variants = [(compact, "_compact" if compact else "", None)] if arch == "sm80" else \
             [(False, "", "kDefault")] + \
             ([(True, "_skip", "kDefault")] if elem in skip_elements and dim not in SM90_TRIMMED_DIMS else []) + \
@@ -144,8 +139,7 @@ def main():
     support_table(out)
     family(out, "sm80", SM80_ELEMENTS, SM80_HEAD_DIMS, SM80_COMPACT_DIMS)
     family(out, "sm90", SM90_ELEMENTS + ["kFp8"] if "--sm90" in sys.argv else [], SM90_HEAD_DIMS,
-           skip_elements=SM90_SKIP_ELEMENTS,
-           dims_of={"kFp16": SM90_16BIT_DIMS, "kBf16": SM90_16BIT_DIMS, "kFp8": SM90_FP8_DIMS}, shapes=SM90_SHAPES)
+           skip_elements=SM90_SKIP_ELEMENTS, shapes=SM90_SHAPES)
 
 
 if __name__ == "__main__":

@@ -32,12 +32,12 @@ namespace fmha::sm90 {
 // whole k-steps (TileSm90::kQKBytes), and FP8 D=72's 72-byte rows (TileSm90::kRows8).
 template <int kHeadDim>
 inline constexpr bool kPaddedDim = kHeadDim > 64 && kHeadDim < 128;
+template <ElementKind kElem>
+inline constexpr int kElemBytesOf = ElemTraits<typename ElemOf<kElem>::type>::kBytes;
 template <ElementKind kElem, int kHeadDim, TileShape kShape = TileShape::kDefault>
-using TileOf = TileSm90<kPaddedDim<kHeadDim> ? 128 : kHeadDim, ElemTraits<typename ElemOf<kElem>::type>::kBytes,
-                        kShape, kElem == ElementKind::kFp8 && kHeadDim == 72,
-                        kPaddedDim<kHeadDim>
-                            ? (kHeadDim * ElemTraits<typename ElemOf<kElem>::type>::kBytes + 31) / 32 * 32
-                            : 0>;
+using TileOf = TileSm90<kPaddedDim<kHeadDim> ? 128 : kHeadDim, kElemBytesOf<kElem>, kShape,
+                        kElem == ElementKind::kFp8 && kHeadDim == 72,
+                        kPaddedDim<kHeadDim> ? (kHeadDim * kElemBytesOf<kElem> + 31) / 32 * 32 : 0>;
 
 // f(std::integral_constant<int, I>) for each I of the sequence, in order.
 template <class F, int... kI>

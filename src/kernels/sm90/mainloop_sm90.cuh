@@ -312,8 +312,8 @@ enum : int { kK = 0, kV = 1 };
 // kStages "empty"): the producer transposes each raw V stage once it has landed, one tile
 // behind its loads, and refills a raw stage only after all its threads have read it.
 // Tile::kRows8 (FP8 rows of 72 bytes, instances of their own): 8-byte cp.async pieces, or TMA
-// boxes over a token's KV heads as one row (TmaDescs::kvRows), whose K columns past D the
-// producer zeroes before the consumers read them.
+// boxes over a token's KV heads as one row (TmaDescs::kvRows), whose K columns outside the head
+// the producer zeroes before the consumers read them.
 // it0: the pipeline's count of tiles before this row tile's (a persistent CTA's earlier
 // tiles): tile i of the visit order uses stage (it0 + i) % kStages.
 template <class Elem, class Tile, KvAddressing kKv>
@@ -488,7 +488,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         };
         // Row views: K tile j's columns outside the head's zeroed once it has landed (row r by
         // thread r), then the stage's full barrier (all producer threads, its count).
-        auto zeroPastD = [&](int j) {
+        auto zeroOutsideHead = [&](int j) {
             int const stage = (it0 + j) % kStages, phase = ((it0 + j) / kStages) & 1;
             Barrier::wait(&vtBar[2 * kStages + stage], phase);
             unsigned char* base = sK + stage * Tile::kBytesKV;
@@ -505,11 +505,11 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         for (int i = 1; i < nTiles; ++i) {
             load(kK, i);
             load(kV, i - 1);
-            if (rowViews) zeroPastD(i - 1);
+            if (rowViews) zeroOutsideHead(i - 1);
             if (i >= 2) transpose(i - 2);
         }
         load(kV, nTiles - 1);
-        if (rowViews) zeroPastD(nTiles - 1);
+        if (rowViews) zeroOutsideHead(nTiles - 1);
         for (int j = nTiles >= 2 ? nTiles - 2 : 0; j < nTiles; ++j) transpose(j);
     } else {
         load(kK, 0);

@@ -20,9 +20,10 @@ struct TmaDescs {
     // Paged: k is the pool (D, numKVHeads, tokens), box (C, 1, min(pageSize, blockN)); v unused.
     // kvRows (FP8 rows of D bytes that are no whole number of 16-byte units, D=72, with the KV
     // heads of a token side by side): the heads' rows as one, (numKVHeads * D, rows, batches) or
-    // (numKVHeads * D, tokens), head h at column h * D, box (C, blockN, 1) or (C, boxRows): a
-    // box reads the columns past D of the next head (zeros past the last), which the producer
-    // zeroes in K before the consumers read it.
+    // (numKVHeads * D, tokens), head h at column h * D, box (C, blockN, 1) or (C, boxRows). A
+    // box starts at the 16-byte column at or below its head's (headShift) and so reads columns
+    // of the neighbouring heads (zeros past the last), which the producer zeroes in K before the
+    // consumers read it.
     CUtensorMap k;
     CUtensorMap v;
     // O (16-bit, persistent kernels): (D, numQHeads, Q rows), box (64, H, 16 / H) with
