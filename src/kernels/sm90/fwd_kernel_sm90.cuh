@@ -85,7 +85,7 @@ __device__ inline void storeWarpLse(FmhaParams const& p, SeqInfo const& seq, int
 // warp's 16 rows) and stored; LSE where asked for.
 template <class ET, class Tile>
 __device__ inline void storeWarpRows(FmhaParams const& p, SeqInfo const& seq, int b, int hq, int warpRow0, int warpRows,
-                                     float const (&o3)[1][Tile::kDim / 8][4], float const (&scaleOut)[2],
+                                     float const (&o3)[1][Tile::kDimO / 8][4], float const (&scaleOut)[2],
                                      float const (&lse)[2], typename ET::Out* sStage, int lane) {
     using Out = typename ET::Out;
     int const D = p.headDim, g = lane / 4, t = lane % 4;
@@ -93,7 +93,7 @@ __device__ inline void storeWarpRows(FmhaParams const& p, SeqInfo const& seq, in
     PackedRows const packed(p);
     Out* gO = static_cast<Out*>(p.o) + seq.qBegin * rowStride + static_cast<int64_t>(hq) * D;
     auto oOffset = [&](int r) { return packed.offset(warpRow0 + r, rowStride, D); };
-    storeOutput<ET, 1, Tile::kDim, Tile::kStrideO>(o3, scaleOut, sStage, lane, gO, oOffset, warpRows, D, p.outBf16);
+    storeOutput<ET, 1, Tile::kDimO, Tile::kStrideO>(o3, scaleOut, sStage, lane, gO, oOffset, warpRows, D, p.outBf16);
     storeWarpLse(p, seq, b, hq, warpRow0, warpRows, lse, g, t);
 }
 
@@ -104,7 +104,7 @@ __device__ inline void storeWarpRows(FmhaParams const& p, SeqInfo const& seq, in
 // asked for. Lane 0 waits for its last store's reads before the kernel ends (tma_store_wait).
 template <class ET, class Tile>
 __device__ inline void storeWarpRowsTma(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq, int b, int hq,
-                                        int warpRow0, int warpRows, float const (&o3)[1][Tile::kDim / 8][4],
+                                        int warpRow0, int warpRows, float const (&o3)[1][Tile::kDimO / 8][4],
                                         float const (&scaleOut)[2], float const (&lse)[2], uint32_t sStage,
                                         int lane) {
     using Out = typename ET::Out;
@@ -124,7 +124,7 @@ __device__ inline void storeWarpRowsTma(FmhaParams const& p, TmaDescs const& tma
         storeSharedXor<(nt % 8) << 4, (nt / 8) * 2048>(lane0, word(0));
         storeSharedXor<(nt % 8) << 4, (nt / 8) * 2048 + 1024>(lane0, word(1));  // row g + 8
     };
-    forEachConstant(stage, std::make_integer_sequence<int, Tile::kDim / 8>{});
+    forEachConstant(stage, std::make_integer_sequence<int, Tile::kDimO / 8>{});
     PackedRows const packed(p);
     if (warpRows == 16 && tma.oOk) {
         cutlass::arch::fence_view_async_shared();  // these writes -> the TMA store's reads
@@ -133,7 +133,7 @@ __device__ inline void storeWarpRowsTma(FmhaParams const& p, TmaDescs const& tma
             int32_t const head = hq + packed.head(warpRow0);
             int32_t const row = static_cast<int32_t>(seq.qBegin) + packed.query(warpRow0);
 #pragma unroll
-            for (int cb = 0; cb < Tile::kDim / 64; ++cb)
+            for (int cb = 0; cb < (Tile::kDimO + 63) / 64; ++cb)
                 if (cb * 64 < D)
                     asm volatile(
                         "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
@@ -235,9 +235,9 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     int const warpRow0 = m0 + cwarp * 16;  // consumer warpgroup cwg owns rows 64 cwg .. 64 cwg + 63
     int const warpRows = max(0, min(16, m1 - warpRow0));
 
-    float o[Tile::kDim / 2];
+    float o[Tile::kDimO / 2];
 #pragma unroll
-    for (int i = 0; i < Tile::kDim / 2; ++i) o[i] = 0.0F;
+    for (int i = 0; i < Tile::kDimO / 2; ++i) o[i] = 0.0F;
     OnlineSoftmax<2> softmax;
     softmax.init();
     if (!mask.empty()) {
@@ -260,14 +260,14 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     softmax.template finalize<Tile::kPLog2>(p.scale, invSum, lse);
 #pragma unroll
     for (int r = 0; r < 2; ++r) scaleOut[r] = invSum[r] * p.outScale;
-    auto const& o3 = *reinterpret_cast<float const(*)[1][Tile::kDim / 8][4]>(&o);
+    auto const& o3 = *reinterpret_cast<float const(*)[1][Tile::kDimO / 8][4]>(&o);
     if (kSplits && p.numSplits > 1) {  // this part's rows, unrounded, for the combine kernel
         int const part = splitOfCta(p.numSplits);
         auto accRow = [&](int r) {
             int const i = warpRow0 + r;
             return accumRow(p, part, b, packed.query(i), hq + packed.head(i));
         };
-        storePartial<1, Tile::kDim>(o3, scaleOut, lane, p.oAccum, [&](int r) { return accRow(r) * D; }, warpRows, D);
+        storePartial<1, Tile::kDimO>(o3, scaleOut, lane, p.oAccum, [&](int r) { return accRow(r) * D; }, warpRows, D);
         if (t == 0) storeLse(lse, g, warpRows, [&](int r) { return &p.lseAccum[accRow(r)]; });
         return;
     }
@@ -389,9 +389,9 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
             MaskPolicy<Tile::kBlockN> const mask(p, seq, x.b, packed.query(x.m0), packed.query(m1 - 1) + 1, 1, 0);
             int const warpRow0 = x.m0 + cwarp * 16;
             int const warpRows = max(0, min(16, m1 - warpRow0));
-            float o[Tile::kDim / 2];
+            float o[Tile::kDimO / 2];
 #pragma unroll
-            for (int i = 0; i < Tile::kDim / 2; ++i) o[i] = 0.0F;
+            for (int i = 0; i < Tile::kDimO / 2; ++i) o[i] = 0.0F;
             OnlineSoftmax<2> softmax;
             softmax.init();
             if (!mask.empty()) {
@@ -407,7 +407,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
             softmax.template finalize<Tile::kPLog2>(p.scale, invSum, lse);
 #pragma unroll
             for (int r = 0; r < 2; ++r) scaleOut[r] = invSum[r] * p.outScale;
-            auto const& o3 = *reinterpret_cast<float const(*)[1][Tile::kDim / 8][4]>(&o);
+            auto const& o3 = *reinterpret_cast<float const(*)[1][Tile::kDimO / 8][4]>(&o);
             __syncwarp();  // the warp's copies of its previous tile out of sStage are done
             storeWarpRowsTma<ET, Tile>(p, tma, seq, x.b, x.hq, warpRow0, warpRows, o3, scaleOut, lse, sStage, lane);
         }

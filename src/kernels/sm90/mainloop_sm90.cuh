@@ -14,6 +14,7 @@
 #include <cute/arch/copy_sm90_desc.hpp>
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/arch/mma_sm90_gmma.hpp>
+#include <cute/arch/mma_sm90_gmma_ext.hpp>
 #include <cutlass/arch/barrier.h>
 
 #include "kernels/common/elem.cuh"
@@ -61,9 +62,13 @@ struct GmmaOps;
         using RS = gmma::MMA_64x##N##x16_F32##TT##TT##_RS<gmma::Major::K, gmma::Major::MN>;            \
     };
 FMHA_GMMA_OPS(__half, F16, 64)
+FMHA_GMMA_OPS(__half, F16, 80)
+FMHA_GMMA_OPS(__half, F16, 96)
 FMHA_GMMA_OPS(__half, F16, 128)
 FMHA_GMMA_OPS(__half, F16, 256)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 64)
+FMHA_GMMA_OPS(__nv_bfloat16, BF16, 80)
+FMHA_GMMA_OPS(__nv_bfloat16, BF16, 96)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 128)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 256)
 #undef FMHA_GMMA_OPS
@@ -75,6 +80,7 @@ FMHA_GMMA_OPS(__nv_bfloat16, BF16, 256)
         using RS = gmma::MMA_64x##N##x32_F32E4M3E4M3_RS_TN<>;                  \
     };
 FMHA_GMMA_OPS_FP8(64)
+FMHA_GMMA_OPS_FP8(96)
 FMHA_GMMA_OPS_FP8(128)
 FMHA_GMMA_OPS_FP8(192)
 FMHA_GMMA_OPS_FP8(256)
@@ -151,29 +157,30 @@ __device__ inline void issueQK(uint32_t sQ, uint32_t sK, float (&s)[kBlockN / 2]
     cute::warpgroup_commit_batch();
 }
 
-// Issues O[64 x kHeadDim] += P[64 x kBlockN] . V as one wgmma group (no wait), P in
-// registers (A fragments) and V an MN-major operand: its kBlockN-row swizzled tile read
-// transposed.
-template <class T, int kHeadDim, int kBlockN>
-__device__ inline void issuePV(uint32_t (&p)[kBlockN / 16][4], uint32_t sV, float (&o)[kHeadDim / 2]) {
-    using Op = typename GmmaOps<T, kHeadDim>::RS;
+// Issues O[64 x kDimO] += P[64 x kBlockN] . V as one wgmma group (no wait), P in
+// registers (A fragments) and V an MN-major operand: its kBlockN-row swizzled tile (64-column
+// blocks) read transposed, its first kDimO columns.
+template <class T, int kDimO, int kBlockN>
+__device__ inline void issuePV(uint32_t (&p)[kBlockN / 16][4], uint32_t sV, float (&o)[kDimO / 2]) {
+    using Op = typename GmmaOps<T, kDimO>::RS;
     uint64_t const descV = sw128Desc(sV, kBlockN * 128);
     fenceOperands(p);
     fenceOperands(o);
     cute::warpgroup_arrive();
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk)  // 16 keys = two 8-row groups, 2 KB further
-        rs<Op>(p[kk], descPlus(descV, kk * 2048), o, std::make_index_sequence<kHeadDim / 2>{});
+        rs<Op>(p[kk], descPlus(descV, kk * 2048), o, std::make_index_sequence<kDimO / 2>{});
     cute::warpgroup_commit_batch();
 }
 
-// FP8: O[64 x kHeadDim] += P[64 x kBlockN] . V as one wgmma group (no wait), P in registers
+// FP8: O[64 x kDimO] += P[64 x kBlockN] . V as one wgmma group (no wait), P in registers
 // (E4M3 A fragments, keys in the order of permutedKey) and V^T a K-major swizzled tile of
 // kHeadDim rows of kBlockN keys (128 and 256: blocks of 128 keys under the 128-byte swizzle;
-// 64 and 192: blocks of 64 keys under the 64-byte swizzle), in the same key order.
-template <int kHeadDim, int kBlockN>
-__device__ inline void issuePVFp8(uint32_t (&p)[kBlockN / 32][4], uint32_t sVt, float (&o)[kHeadDim / 2]) {
-    using Op = typename GmmaOps<__nv_fp8_e4m3, kHeadDim>::RS;
+// 64 and 192: blocks of 64 keys under the 64-byte swizzle), in the same key order; the wgmma
+// reads its first kDimO rows.
+template <int kHeadDim, int kDimO, int kBlockN>
+__device__ inline void issuePVFp8(uint32_t (&p)[kBlockN / 32][4], uint32_t sVt, float (&o)[kDimO / 2]) {
+    using Op = typename GmmaOps<__nv_fp8_e4m3, kDimO>::RS;
     constexpr bool kSw128 = kBlockN % 128 == 0;  // blocks of 128 keys (128-byte rows), else of 64
     uint64_t const descVt = kSw128 ? sw128Desc(sVt, 0) : sw64Desc(sVt);
     fenceOperands(p);
@@ -183,7 +190,7 @@ __device__ inline void issuePVFp8(uint32_t (&p)[kBlockN / 32][4], uint32_t sVt, 
     for (int kk = 0; kk < kBlockN / 32; ++kk) {  // 32 keys = 32 bytes further in each V^T row
         uint32_t const off = kSw128 ? (kk / 4) * (kHeadDim * 128) + (kk % 4) * 32
                                     : (kk / 2) * (kHeadDim * 64) + (kk % 2) * 32;
-        rs<Op>(p[kk], descPlus(descVt, off), o, std::make_index_sequence<kHeadDim / 2>{});
+        rs<Op>(p[kk], descPlus(descVt, off), o, std::make_index_sequence<kDimO / 2>{});
     }
     cute::warpgroup_commit_batch();
 }
@@ -210,11 +217,12 @@ __host__ __device__ constexpr int permutedKey(int k) {
 // c0 + kCStep, ... (c0 = w / kSteps < kCStep), so that a lane's addresses are its first
 // unit's with a constant XOR (the swizzle phase of the raw chunk) and a constant offset: the
 // loop body is the two matrix instructions, the permutes and one LOP3 (the same bytes as
-// swizzledOffset / swizzled64Offset of each unit's key and column).
-template <int kHeadDim, int kBlockN>
+// swizzledOffset / swizzled64Offset of each unit's key and column). kCols: the columns moved,
+// V^T's first kCols rows (those the P.V reads: Tile::kDimO).
+template <int kHeadDim, int kBlockN, int kCols = kHeadDim>
 __device__ inline void transposeVTile(unsigned char const* raw, unsigned char* vt, int tid) {
     static_assert(kBlockN == 128 || kBlockN == 64, "V^T rows of one 128- or 64-byte swizzle span");
-    constexpr int kSteps = kBlockN / 32, kUnits = kSteps * (kHeadDim / 16);
+    constexpr int kSteps = kBlockN / 32, kUnits = kSteps * (kCols / 16);
     static_assert(kUnits % 4 == 0 && 4 % kSteps == 0, "whole units per warp, one k-step a warp");
     constexpr int kCStep = 4 / kSteps;                      // column blocks between a warp's units
     constexpr int kRawRowBytes = kHeadDim == 64 ? 64 : 128;  // a raw row's bytes in one swizzle block
@@ -255,8 +263,8 @@ __device__ inline void transposeVTile(unsigned char const* raw, unsigned char* v
 
 // V^T of one stage (transposeVTile); a 192-key tile (D=128) as three 64-key blocks, a 256-key
 // one (D=64) as two 128-key blocks: raw rows of block b (each row's swizzle phase its own) and
-// V^T block b (kHeadDim rows of 64 or 128 bytes).
-template <int kHeadDim, int kBlockN>
+// V^T block b (kHeadDim rows of 64 or 128 bytes). kCols: V^T's rows the P.V reads (128-key tiles).
+template <int kHeadDim, int kBlockN, int kCols = kHeadDim>
 __device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, int tid) {
     if constexpr (kBlockN == 192) {
         static_assert(kHeadDim == 128, "192-key tiles at D=128");
@@ -267,7 +275,7 @@ __device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, i
 #pragma unroll
         for (int b = 0; b < 2; ++b) transposeVTile<kHeadDim, 128>(raw + b * 128 * 64, vt + b * kHeadDim * 128, tid);
     } else {
-        transposeVTile<kHeadDim, kBlockN>(raw, vt, tid);
+        transposeVTile<kHeadDim, kBlockN, kCols>(raw, vt, tid);
     }
 }
 
@@ -481,7 +489,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             int const stage = (it0 + j) % kStages, phase = ((it0 + j) / kStages) & 1;
             Barrier::wait(&pipe.full[kV][stage], phase);
             Barrier::wait(&vtBar[kStages + stage], phase ^ 1);
-            transposeV<Tile::kDim, kBlockN>(sV + stage * Tile::kBytesKV, sVt + stage * Tile::kBytesVt, ptid);
+            transposeV<Tile::kDim, kBlockN, Tile::kDimO>(sV + stage * Tile::kBytesKV, sVt + stage * Tile::kBytesVt, ptid);
             cutlass::arch::fence_view_async_shared();  // these writes -> the consumers' wgmma reads
             Barrier::arrive(&vtBar[stage]);
             cutlass::arch::NamedBarrier::sync(128, Tile::kBarrierProducer);  // the raw stage is read
@@ -537,6 +545,7 @@ struct ConsumerSm90 {
     using Mask = MaskPolicy<Tile::kBlockN>;
     static constexpr int kBlockN = Tile::kBlockN, kStages = Tile::kStages, kNT = kBlockN / 8;
     static constexpr int kHeadDim = Tile::kDim;
+    static constexpr int kDimO = Tile::kDimO;  // O's columns (a thread holds kDimO / 2)
     static constexpr int kPSteps = kBlockN * static_cast<int>(sizeof(T)) / 32;  // P.V k-steps (A fragments)
 
     FmhaParams const& p;
@@ -585,11 +594,11 @@ struct ConsumerSm90 {
         uint64_t* bar = Tile::kFp8 && which == kV ? &vtBar[kStages + it % kStages] : &pipe.empty[which][it % kStages];
         if (leadLane) Barrier::arrive(bar);
     }
-    __device__ void issuePVStage(uint32_t (&pa)[kPSteps][4], int i, float (&o)[kHeadDim / 2]) const {
+    __device__ void issuePVStage(uint32_t (&pa)[kPSteps][4], int i, float (&o)[kDimO / 2]) const {
         if constexpr (Tile::kFp8)
-            issuePVFp8<kHeadDim, kBlockN>(pa, sVt + ((it0 + i) % kStages) * Tile::kBytesVt, o);
+            issuePVFp8<kHeadDim, kDimO, kBlockN>(pa, sVt + ((it0 + i) % kStages) * Tile::kBytesVt, o);
         else
-            issuePV<T, kHeadDim, kBlockN>(pa, stage(sV, i), o);
+            issuePV<T, kDimO, kBlockN>(pa, stage(sV, i), o);
     }
     __device__ uint32_t stage(uint32_t base, int i) const { return base + ((it0 + i) % kStages) * Tile::kBytesKV; }
 
@@ -705,11 +714,11 @@ struct ConsumerSm90 {
     // After tile i's softmax and the P.V that read pa: P of tile i into pa (a warp that dropped
     // the tile leaves pa and o alone: zeroP before a P.V) and the warp's drop published.
     __device__ void finishTile(int i, float const (&s)[kBlockN / 2], float const (&rescale)[2], bool moved,
-                               bool dropped, uint32_t (&pa)[kPSteps][4], float (&o)[kHeadDim / 2]) const {
+                               bool dropped, uint32_t (&pa)[kPSteps][4], float (&o)[kDimO / 2]) const {
         if (!(kSkip && dropped)) {
             if (moved) {  // warp-uniform (always, with the exact max); rare once a row's first tiles are seen
 #pragma unroll
-                for (int nt = 0; nt < kHeadDim / 8; ++nt) {
+                for (int nt = 0; nt < kDimO / 8; ++nt) {
                     o[nt * 4 + 0] *= rescale[0];
                     o[nt * 4 + 1] *= rescale[0];
                     o[nt * 4 + 2] *= rescale[1];
@@ -729,7 +738,7 @@ struct ConsumerSm90 {
     // this warp dropped tile i (kSkip).
     template <bool kMasked, bool kPV>
     __device__ void body(int i, int nLast, typename Mask::Row const (&rm)[2], bool const (&live)[2],
-                         uint32_t (&pa)[kPSteps][4], float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax,
+                         uint32_t (&pa)[kPSteps][4], float (&o)[kDimO / 2], OnlineSoftmax<2>& softmax,
                          bool& dropped) const {
         float s[kBlockN / 2];
         float rescale[2];
@@ -753,7 +762,7 @@ struct ConsumerSm90 {
     // every warp dropped it (kSkip). Returns whether that P.V was skipped.
     template <bool kMasked>
     __device__ bool step(int i, int nLast, typename Mask::Row const (&rm)[2], bool const (&live)[2],
-                         uint32_t (&pa)[kPSteps][4], float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax,
+                         uint32_t (&pa)[kPSteps][4], float (&o)[kDimO / 2], OnlineSoftmax<2>& softmax,
                          bool& dropped) const {
         waitFull(kK, i);
         turnBegin();
@@ -768,7 +777,7 @@ struct ConsumerSm90 {
         return false;
     }
 
-    __device__ void run(float (&o)[kHeadDim / 2], OnlineSoftmax<2>& softmax) const {
+    __device__ void run(float (&o)[kDimO / 2], OnlineSoftmax<2>& softmax) const {
         Barrier::wait(&pipe.qFull, qPhase);
         cutlass::arch::fence_view_async_shared();
         int const nTiles = mask.nBlockMax - mask.nBlockMin, nLast = mask.nBlockMax - 1;

@@ -109,6 +109,12 @@ struct TileSm90 {
     static constexpr int kRowBytes = kHeadDim * kElemBytes;
     static constexpr int kQKBytes = kQKBytes_ > 0 ? kQKBytes_ : kRowBytes;
     static_assert(kQKBytes % 32 == 0 && kQKBytes <= kRowBytes, "whole k-steps of a row");
+    // O's columns, the P.V wgmma's N: at head dims 72-96 the columns Q.K^T reads (16-bit 80 or
+    // 96, FP8 96), so that the P.V does no work on the padding and O takes 40-48 registers a
+    // thread instead of 64; the whole padded row elsewhere (72-byte rows: the head sits up to 8
+    // columns into it). V stays in 64-column blocks: the wgmma reads the first kDimO columns.
+    static constexpr int kDimO = kQKBytes_ > 0 && !kRows8 ? kQKBytes / kElemBytes : kHeadDim;
+    static_assert(kDimO % 16 == 0 && kDimO <= kHeadDim, "whole 16-column groups of O");
     // Q, K and V rows: blocks of 128-byte rows under the 128-byte swizzle, or (FP8 at D=64)
     // one block of 64-byte rows under the 64-byte swizzle.
     static constexpr int kSwizzleBytes = kRowBytes >= 128 ? 128 : 64;
