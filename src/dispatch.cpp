@@ -40,6 +40,7 @@ void fill(KernelOps* ops, char const* family, bool compact) {
     ops->packsGqa = false;
     ops->walks = false;
     ops->triggersDependents = false;
+    ops->combinesSplits = false;
     ops->shape = TileShape::kDefault;
 }
 
@@ -61,6 +62,7 @@ bool findHopperKernel(ElementKind element, int headDim, KvAddressing kv, int sme
         fill<sm90::KernelSm90<ElementKind::E, D, KvAddressing::K, S, TileShape::SHAPE>>(ops, "sm90", false);  \
         ops->packsGqa = true;                                                                                  \
         ops->triggersDependents = true;                                                                        \
+        ops->combinesSplits = true;                                                                            \
         ops->shape = TileShape::SHAPE;                                                                         \
         return true;                                                                                           \
     }

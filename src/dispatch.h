@@ -21,6 +21,9 @@ struct KernelOps {
     // The kernel signals programmatic dependent launch early (griddepcontrol.launch_dependents),
     // so that a split-KV combine launched after it is resident before it ends.
     bool triggersDependents = false;
+    // Split-KV parts are merged by the kernel's last part of each row tile (the Hopper family,
+    // FmhaParams::splitCounters) instead of the combine kernel.
+    bool combinesSplits = false;
     TileShape shape = TileShape::kDefault;  // the Hopper family's tile shape
 };
 

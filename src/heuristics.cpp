@@ -197,4 +197,17 @@ int64_t splitRowsBound(KernelOps const& ops, int smCount, int smemPerBlock) {
     return 2 * static_cast<int64_t>(smCount) * residentCtas(ops, smemPerBlock) * ops.blockM;
 }
 
+// The merge in the kernel runs after the tile's other parts, on the critical path of the
+// grid's end: one warp a row, a row's parts read 8 at a time (an L2 round trip each). Against
+// the combine kernel (bench/results/2026-12-02_75b72d3_fused-combine_ab.txt, decode of 32/8
+// heads, D=128): one query a sequence (4 rows a tile, a row a warp, 14-15 parts: two trips)
+// +16% at 8k, +2-5% at 32k, +1% at 128k; 4 and 8 queries (16 and 32 rows: four and eight rows
+// a warp) -4% to -34%; 8 rows of 29 parts (32/4 heads) -4%; 16 rows of 4 parts -3%.
+bool mergeInKernel(FmhaParams const& p, KernelOps const& ops, int64_t parts) {
+    if (!ops.combinesSplits || ops.blockM <= 0) return false;
+    int64_t const rows = std::min<int64_t>(ops.blockM, static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2);
+    int64_t const warps = std::max(1, ops.blockM / 16);  // the consumer warps: 16 rows each
+    return (rows + warps - 1) / warps * ((parts + 7) / 8) <= 2;
+}
+
 }  // namespace fmha::detail

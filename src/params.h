@@ -93,7 +93,8 @@ struct FmhaParams {
     // contiguous parts of near-equal length (split_kv.cuh), part s run by the CTAs of grid.x
     // [s * rowTiles, (s + 1) * rowTiles). Each writes its rows' normalised output (float32)
     // and LSE into the workspace at accumRow() (an empty part: zeros and -inf), and the
-    // combine kernel merges the parts into o and lse. numSplits 1: o and lse directly.
+    // combine kernel (or the Hopper kernel's own, splitCounters) merges the parts into o and
+    // lse. numSplits 1: o and lse directly.
     int32_t numSplits = 1;
     float* oAccum = nullptr;    // [numSplits, batch, maxSeqLenQ, numQHeads, headDim]
     float* lseAccum = nullptr;  // [numSplits, batch, maxSeqLenQ, numQHeads]
@@ -110,6 +111,11 @@ struct FmhaParams {
     // highest query tile first across its units, so that the longest (causal) tiles go first
     // and the section's K/V stays in L2. Set by the launch.
     int32_t persistUnits = 1;
+    // Split-KV in the Hopper family (numSplits > 1): one counter a row tile (sequence, query
+    // head or pack-GQA group, row tile: [batch][grid.y][row tiles]), zero between launches. Each
+    // part's CTA counts itself in once its rows are in the workspace; the last one merges the
+    // parts (combineRow) and sets the counter back to zero. Null: the combine kernel merges.
+    int32_t* splitCounters = nullptr;
 };
 
 }  // namespace fmha

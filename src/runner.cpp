@@ -25,30 +25,51 @@ namespace fmha {
 
 namespace detail {
 
-// Device memory for split-KV parts: oAccum (rows x headDim floats) then lseAccum (rows).
+// Device memory for split-KV parts: oAccum (rows x headDim floats) then lseAccum (rows); and
+// the Hopper family's row-tile counters (FmhaParams::splitCounters), zeroed when allocated and
+// left at zero by every launch.
 struct SplitWorkspace {
     int32_t setting = 0;  // FmhaRunner::setSplitKv
     float* buffer = nullptr;
     int64_t floats = 0;
     int device = -1;
+    int32_t* counters = nullptr;
+    int64_t counterCount = 0;
+    int counterDevice = -1;
 
     SplitWorkspace() = default;
     SplitWorkspace(SplitWorkspace const&) = delete;
     SplitWorkspace& operator=(SplitWorkspace const&) = delete;
-    ~SplitWorkspace() { release(); }
+    ~SplitWorkspace() {
+        release();
+        releaseCounters();
+    }
     bool holds(int64_t want, int dev) const { return buffer != nullptr && device == dev && floats >= want; }
+    bool holdsCounters(int64_t want, int dev) const {
+        return counters != nullptr && counterDevice == dev && counterCount >= want;
+    }
     void release() {
-        if (buffer != nullptr) {
-            int current = -1;
-            cudaGetDevice(&current);
-            if (current != device) cudaSetDevice(device);
-            cudaFree(buffer);
-            if (current != device && current >= 0) cudaSetDevice(current);
-            cudaGetLastError();  // a context already torn down (process exit) is not our caller's error
-        }
+        freeOn(device, buffer);
         buffer = nullptr;
         floats = 0;
         device = -1;
+    }
+    void releaseCounters() {
+        freeOn(counterDevice, counters);
+        counters = nullptr;
+        counterCount = 0;
+        counterDevice = -1;
+    }
+
+private:
+    static void freeOn(int dev, void* ptr) {
+        if (ptr == nullptr) return;
+        int current = -1;
+        cudaGetDevice(&current);
+        if (current != dev) cudaSetDevice(dev);
+        cudaFree(ptr);
+        if (current != dev && current >= 0) cudaSetDevice(current);
+        cudaGetLastError();  // a context already torn down (process exit) is not our caller's error
     }
 };
 
@@ -270,6 +291,40 @@ bool growWorkspace(detail::SplitWorkspace& ws, int64_t floats, int device, bool 
     return true;
 }
 
+// The row-tile counters (FmhaParams::splitCounters) of n, zeroed, on device: false where they
+// would need an allocation during capture, or it fails. The memset is waited for here, so that
+// a launch on any stream sees the zeros.
+bool growCounters(detail::SplitWorkspace& ws, int64_t n, int device, bool capturing) {
+    if (ws.holdsCounters(n, device)) return true;
+    if (capturing || n <= 0) return false;
+    int64_t const keep = ws.counterDevice == device ? ws.counterCount : 0;
+    ws.releaseCounters();
+    void* buffer = nullptr;
+    int64_t const want = std::max(n, keep);
+    size_t const bytes = static_cast<size_t>(want) * sizeof(int32_t);
+    if (cudaMalloc(&buffer, bytes) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    if (cudaMemsetAsync(buffer, 0, bytes, cudaStreamLegacy) != cudaSuccess ||
+        cudaStreamSynchronize(cudaStreamLegacy) != cudaSuccess) {
+        cudaGetLastError();
+        cudaFree(buffer);
+        return false;
+    }
+    ws.counters = static_cast<int32_t*>(buffer);
+    ws.counterCount = want;
+    ws.counterDevice = device;
+    return true;
+}
+
+// Row tiles of a launch of p on ops's kernel, times its query-head units and sequences: the
+// Hopper family's split-KV counters (one a row tile of the grid).
+int64_t rowTileCount(FmhaParams const& p, detail::KernelOps const& ops) {
+    int64_t const rows = static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2;
+    return (rows + ops.blockM - 1) / ops.blockM * (p.numQHeads >> p.packLog2) * p.batch;
+}
+
 // Workspace floats of `parts` parts of p: rows of headDim floats and one LSE each. -1 when
 // the product leaves int64's safe range.
 int64_t splitFloats(FmhaParams const& p, int64_t parts) {
@@ -306,6 +361,14 @@ bool planSplits(char const* mode, detail::KernelOps const& ops, detail::SplitWor
         parts = one > 0 ? std::min(parts, held / one) : 1;
         if (parts <= 1) return true;
     }
+    // The merge in the kernel where its rule says so and the counters are there (or can be
+    // allocated: not during capture); the combine kernel otherwise.
+    if (detail::mergeInKernel(*p, ops, parts)) {
+        int64_t const tiles = rowTileCount(*p, ops);
+        if (!ws.holdsCounters(tiles, dev.ordinal) && !capturing && !streamCapturing(mode, stream, &capturing))
+            return false;
+        if (growCounters(ws, tiles, dev.ordinal, capturing)) p->splitCounters = ws.counters;
+    }
     p->numSplits = static_cast<int32_t>(parts);
     p->oAccum = ws.buffer;
     p->lseAccum = ws.buffer + splitFloats(*p, parts) / (p->headDim + 1) * p->headDim;
@@ -317,7 +380,8 @@ bool launch(detail::KernelOps const& ops, FmhaParams const& p, cudaStream_t stre
     // The launch returns its own error only: an earlier, unrelated pending error stays pending
     // for its owner and is not blamed on this call.
     cudaError_t err = ops.launch(p, stream);
-    if (err == cudaSuccess && p.numSplits > 1) err = launchCombine(p, stream, ops.triggersDependents);
+    if (err == cudaSuccess && p.numSplits > 1 && p.splitCounters == nullptr)
+        err = launchCombine(p, stream, ops.triggersDependents);
     if (err != cudaSuccess) {
         cudaGetLastError();  // clears this launch's error (it replaced any earlier one)
         return fail(cat(mode, ": ", detail::isStickyError(err) ? detail::stickyMessage(err)
@@ -331,6 +395,7 @@ bool launch(detail::KernelOps const& ops, FmhaParams const& p, cudaStream_t stre
         record->blockN = ops.blockN;
         record->splits = p.numSplits;
         record->persistent = ops.shape == TileShape::kPersistent;
+        record->mergedInKernel = p.numSplits > 1 && p.splitCounters != nullptr;
     }
     return true;
 }
@@ -608,9 +673,13 @@ bool preflightSplits(FmhaRunner const& r, Common const& c, detail::KernelOps con
         rows = std::min(rows, perPart * FmhaRunner::kMaxSplits);
         if (ws.setting > 1) rows = std::max(rows, perPart * ws.setting);
     }
-    if (growWorkspace(ws, rows * (r.headDim() + 1), dev.ordinal, false)) return true;
-    return fail(cat(modeName(c.mode), ": could not allocate the split-KV workspace (", rows * (r.headDim() + 1) * 4,
-                    " bytes)"));
+    if (!growWorkspace(ws, rows * (r.headDim() + 1), dev.ordinal, false))
+        return fail(cat(modeName(c.mode), ": could not allocate the split-KV workspace (",
+                        rows * (r.headDim() + 1) * 4, " bytes)"));
+    // The row-tile counters: at most one a row of a part (a row tile holds at least one row).
+    int64_t const tiles = perPart > 0 ? perPart : rows;
+    if (!ops.combinesSplits || growCounters(ws, tiles, dev.ordinal, false)) return true;
+    return fail(cat(modeName(c.mode), ": could not allocate the split-KV row-tile counters (", tiles * 4, " bytes)"));
 }
 
 template <class M>
@@ -663,7 +732,9 @@ bool FmhaRunner::setSplitKv(int32_t parts) {
     return true;
 }
 int32_t FmhaRunner::splitKv() const { return mSplit->setting; }
-size_t FmhaRunner::workspaceBytes() const { return static_cast<size_t>(mSplit->floats) * sizeof(float); }
+size_t FmhaRunner::workspaceBytes() const {
+    return static_cast<size_t>(mSplit->floats) * sizeof(float) + static_cast<size_t>(mSplit->counterCount) * sizeof(int32_t);
+}
 
 namespace detail {
 

@@ -143,9 +143,12 @@ ProblemSpec randomSpec(Rng& r, FuzzFilter const& f) {
     // Split-KV, drawn from the seed the same way: a paged case forces a part count one time in
     // three (the automatic choice otherwise), and one in four becomes a decode step (1-8 new
     // queries a sequence over a long history; parts then outnumber a short sequence's tiles).
+    // Half the forced counts run twice on one runner, poisoned between (the row-tile counters
+    // must be back at zero).
     if (paged) {
         uint64_t const h = splitmix(s.seed ^ 0x5B1173ULL);
         if (h % 3 == 0) s.splits = std::vector<int>{2, 3, 4, 7, 16, 64}[(h / 3) % 6];
+        if (h % 3 == 0 && (h >> 40) % 2 == 0) s.runs = 2;
         if ((h >> 16) % 4 == 0) {
             Rng d(h);
             int const shared = d.range(1, 8);

@@ -120,6 +120,7 @@ std::string HostProblem::describe() const {
     if (spec.splits != 0) os << " splits=" << spec.splits;
     if (spec.tileShape >= 0) os << " shape=" << spec.tileShape;
     if (spec.graph != 0) os << (spec.graph == 1 ? " [graph]" : " [graph, no preflight]");
+    if (spec.runs > 1) os << " runs=" << spec.runs;
     if (spec.cApi) os << " [C API]";
     return os.str();
 }
@@ -555,14 +556,25 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
         cudaStreamDestroy(stream);
         return cudaFail("begin capture");
     }
+    auto poison = [&]() {
+        return cudaMemsetAsync(o.ptr, 0xFF, oBytes, stream) == cudaSuccess &&
+               cudaMemsetAsync(lse.ptr, 0xFF, lseBytes, stream) == cudaSuccess;
+    };
     bool ok = launch();
+    for (int run = 1; ok && !captured && run < p.spec.runs; ++run) {
+        if (!poison()) return cudaFail("poison");
+        ok = launch();
+    }
     std::string const runError = ok ? "" : lastError();
-    if (captured) {  // the outputs are still poison: the graph's replay must write them
+    if (captured) {  // the outputs are still poison: the graph's replays must write them
         cudaGraph_t graph = nullptr;
         cudaGraphExec_t exec = nullptr;
         cudaError_t e = cudaStreamEndCapture(stream, &graph);
         if (e == cudaSuccess && ok) e = cudaGraphInstantiate(&exec, graph, 0);
-        if (e == cudaSuccess && ok) e = cudaGraphLaunch(exec, stream);
+        for (int run = 0; e == cudaSuccess && ok && run < p.spec.runs; ++run) {
+            if (run > 0 && !poison()) e = cudaErrorUnknown;
+            if (e == cudaSuccess) e = cudaGraphLaunch(exec, stream);
+        }
         if (e == cudaSuccess && ok) e = cudaStreamSynchronize(stream);
         if (exec != nullptr) cudaGraphExecDestroy(exec);
         if (graph != nullptr) cudaGraphDestroy(graph);
@@ -582,6 +594,7 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
     out->blockM = p.spec.cApi ? 0 : record.blockM;
     out->blockN = p.spec.cApi ? 0 : record.blockN;
     out->persistent = !p.spec.cApi && record.persistent;
+    out->mergedInKernel = !p.spec.cApi && record.mergedInKernel;
     if (cudaStreamSynchronize(stream) != cudaSuccess) {
         cudaStreamDestroy(stream);
         return cudaFail("kernel execution");

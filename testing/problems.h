@@ -39,6 +39,10 @@ struct ProblemSpec {
     // 0: a direct run; 1: preflight, then the run captured into a CUDA graph and the graph
     // replayed; 2: the same without preflight (C++ runner either way).
     int graph = 0;
+    // Runs of the problem on one runner (or replays of its graph): the outputs are poisoned
+    // again before each run after the first, so that every run must write them (split-KV's
+    // row-tile counters must be back at zero after each).
+    int runs = 1;
     // LLM and paged modes, 16-bit input, D > 64: queries and keys with the structure of an
     // LLM's attention (see makeProblem) instead of uniform noise; skip-softmax's tests and
     // benchmark. structuredPrev: the weight of the previous segment's vector in a query (its
@@ -79,6 +83,7 @@ struct GpuResult {
     int splits = 1;       // split-KV parts it launched; 0 through the C API
     int blockM = 0, blockN = 0;  // its tile (query rows, keys); 0 through the C API
     bool persistent = false;     // the persistent kernel ran (false through the C API)
+    bool mergedInKernel = false;  // split-KV merged by the forward kernel (false through the C API)
 };
 
 // Runs the problem through the runner (poisoned output first). timingIters > 0 also times

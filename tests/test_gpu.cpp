@@ -537,6 +537,38 @@ TEST(Capture, SplitRunReplays) {
     EXPECT_NE(err.find("workspace"), std::string::npos) << err;
 }
 
+// Split runs repeated on one runner, and a split graph replayed, with the outputs poisoned
+// before each: every run merges its parts. In the Hopper family the last part of each row
+// tile merges them where a tile holds few rows (one query of 4 packed heads; it sets the
+// tile's counter back to zero for the next run), the combine kernel where it holds more (4
+// queries: 16 rows, four a warp). Parts of unequal lengths, a sequence shorter than a part,
+// pack-GQA groups.
+TEST(SplitKv, RepeatedRunsMergeEveryTime) {
+    FMHA_REQUIRE_GPU();
+    for (int graph : {0, 1}) {
+        for (int queries : {1, 4}) {
+            for (int splits : {3, 8, 0}) {
+                Case c = edge("repeat_split", Mode::kPaged, 128, {queries, queries}, {9000, 100}, 16, 4);
+                c.spec.pageSize = 64;
+                c.spec.splits = splits;
+                c.spec.graph = graph;
+                c.spec.runs = 3;
+                harness::GpuResult const gpu = checkAgainstReference(c.spec);
+                if (splits > 0) EXPECT_EQ(gpu.splits, splits);
+                EXPECT_GT(gpu.splits, 1);
+                if (gpu.family == "sm90") EXPECT_EQ(gpu.mergedInKernel, queries == 1) << "splits " << splits;
+            }
+        }
+        Case r = edge("repeat_ragged_split", Mode::kPagedRagged, 64, {1, 1}, {4000, 2500}, 4, 1);
+        r.spec.splits = 5;
+        r.spec.graph = graph;
+        r.spec.runs = 3;
+        harness::GpuResult const gpu = checkAgainstReference(r.spec);
+        EXPECT_EQ(gpu.splits, 5);
+        if (gpu.family == "sm90") EXPECT_TRUE(gpu.mergedInKernel);
+    }
+}
+
 // Malformed device-side data (lengths past the capacity, page ids outside the pool) never
 // leads outside the buffers; compute-sanitizer checks that claim on this test.
 TEST(Robustness, MalformedDeviceDataStaysInBounds) {

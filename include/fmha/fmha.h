@@ -45,6 +45,7 @@ struct LaunchRecord {
     int32_t blockN = 0;        // and keys
     int32_t splits = 1;        // split-KV parts (1: unsplit; FmhaRunner::setSplitKv)
     bool persistent = false;   // one CTA an SM walking several tiles (the Hopper family's persistent kernel)
+    bool mergedInKernel = false;  // split-KV parts merged by the forward kernel itself (no combine kernel)
 };
 
 // Optional sink for every error message (any thread). Pass nullptr to remove it.

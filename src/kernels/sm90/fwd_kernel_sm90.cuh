@@ -13,6 +13,7 @@
 #include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
 
+#include "kernels/common/combine_row.cuh"
 #include "kernels/common/fill_rows.cuh"
 #include "kernels/common/mask.cuh"
 #include "kernels/common/packed_rows.cuh"
@@ -160,6 +161,42 @@ __device__ inline void storeWarpRowsTma(FmhaParams const& p, TmaDescs const& tma
     storeWarpLse(p, seq, b, hq, warpRow0, warpRows, lse, g, t);
 }
 
+// Split-KV's own combine (FmhaParams::splitCounters), by the consumer threads once each has
+// written its rows of this part: the row tile's counter counts the parts whose rows are in the
+// workspace, and the part that brings it to numSplits merges them all, a warp a row
+// (combineRow), and sets it back to zero for the next launch. Every part of a row tile that
+// has rows reaches this (empty parts write zeros and -inf), so the count completes. The CTA's
+// indices are read afresh (volatile), so that nothing is held for this across the mainloop:
+// values live across the warpgroups' split made the producer's few registers spill.
+template <class ET, class Tile>
+__device__ inline void combineIfLast(FmhaParams const& p, int cwarp, int lane, int* sLast) {
+    __threadfence();  // this thread's rows of the part, before the count that publishes them
+    cutlass::arch::NamedBarrier::sync(Tile::kNConsumerThreads, Tile::kBarrierConsumers);
+    unsigned x, nx, y, z;
+    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(x));
+    asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(nx));
+    asm volatile("mov.u32 %0, %%ctaid.y;" : "=r"(y));
+    asm volatile("mov.u32 %0, %%ctaid.z;" : "=r"(z));
+    // grid.x holds the row tiles of each part in turn (splitOfCta), highest first.
+    unsigned const rowTiles = nx / static_cast<unsigned>(p.numSplits), tile = x % rowTiles;
+    if (cwarp == 0 && lane == 0) {
+        int32_t* counter = p.splitCounters + (static_cast<int64_t>(z) * gridDim.y + y) * rowTiles + tile;
+        bool const last = atomicAdd(counter, 1) == p.numSplits - 1;
+        if (last) *counter = 0;  // every part has counted: nothing else reads it in this launch
+        sLast[0] = last;
+    }
+    cutlass::arch::NamedBarrier::sync(Tile::kNConsumerThreads, Tile::kBarrierConsumers);
+    if (!sLast[0]) return;
+    __threadfence();  // the other parts' rows (read through L2) after their counts
+    int const b = static_cast<int>(z), hq = static_cast<int>(y) << p.packLog2;
+    SeqInfo const seq(p, b);
+    PackedRows const packed(p);
+    int const m0 = static_cast<int>(rowTiles - 1 - tile) * Tile::kBlockM;
+    int const m1 = min(m0 + Tile::kBlockM, packed.count(seq.rows));
+    for (int m = m0 + cwarp; m < m1; m += Tile::kNConsumerThreads / 32)
+        combineRow<ET>(p, seq, b, packed.query(m), hq + packed.head(m), lane);
+}
+
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, TileOf<kElem, kHeadDim, kShape>::kMinBlocks)
     fwdKernelSm90(FmhaParams const p, __grid_constant__ TmaDescs const tma) {
@@ -183,6 +220,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     __shared__ int sBidir[2];
     // kSkip: each consumer warpgroup's drop bytes, [tile parity][warp]
     __shared__ uint32_t sDrops[Tile::kNConsumerWarpGroups][2];
+    __shared__ int sLast[1];  // split-KV: this CTA is its row tile's last part (combineIfLast)
 
     // A split-KV combine launched after this kernel as its programmatic dependent may be
     // scheduled from now on (it waits for this grid's completion before reading).
@@ -269,6 +307,8 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
         };
         storePartial<1, Tile::kDimO>(o3, scaleOut, lane, p.oAccum, [&](int r) { return accRow(r) * D; }, warpRows, D);
         if (t == 0) storeLse(lse, g, warpRows, [&](int r) { return &p.lseAccum[accRow(r)]; });
+        if constexpr (!kSkip)  // (skip-softmax never splits)
+            if (p.splitCounters != nullptr) combineIfLast<ET, Tile>(p, cwarp, lane, sLast);
         return;
     }
     // Stage the output row-major in the K/V space, each warp its own 16 rows, once both

@@ -78,18 +78,22 @@ struct TileSm90 {
     // a thread and takes the larger share.
     // FP8: the producer also transposes V (128 * 56 + 256 * 224 = 64512), and P takes half
     // the registers of 16-bit P (O + S + P: 168 at D=256).
-    // One consumer warpgroup, two CTAs an SM: 2 * (128 * 32 + 128 * 224) = 65536. Persistent
+    // One consumer warpgroup, two CTAs an SM: 2 * (128 * 32 + 128 * 224) = 65536; over paged KV
+    // (D=128) 40 and 216, where the split-KV combine in the kernel made the producer spill at 32
+    // (the consumer's O 64, S 32 and P 16 leave room). Persistent
     // (16-bit): the producer walks its tiles in a loop that spills at 40 (128 * 48 + 256 * 224).
     // Three consumer warpgroups: 128 * 32 + 384 * 160 = 65536 (D=64: O 32, S 64 and P 32); FP8
     // keeps the producer's 56 for its V transposes (128 * 56 + 384 * 152 = 65536).
     // 72-byte rows (kRows8): the producer's gathers and K zeroing take 72 (128 * 72 + 256 * 216).
+    static constexpr bool kOneWgPaged = kNConsumerWarpGroups == 1 && kHeadDim == 128;
     static constexpr int kProducerRegs = kRows8                      ? 72
                                          : kFp8                      ? 56
+                                         : kOneWgPaged               ? 40
                                          : kNConsumerWarpGroups != 2 ? 32
                                          : kHeadDim == 256           ? 24
                                          : kPersistent               ? 48
                                                                      : 40;
-    static constexpr int kConsumerRegs = kRows8                                             ? 216
+    static constexpr int kConsumerRegs = kRows8 || kOneWgPaged                              ? 216
                                          : kNConsumerWarpGroups == 3                        ? (kFp8 ? 152 : 160)
                                          : kNConsumerWarpGroups == 1 || kFp8 || kPersistent ? 224
                                          : kHeadDim == 256                                  ? 240
