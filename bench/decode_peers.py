@@ -10,18 +10,20 @@ flash_attn_with_kvcache in BF16 over a contiguous cache with its own split heuri
 a bottom-right causal mask allows every key, and for up to 8 it excludes at most 28 pairs of a
 sequence (SDPA's is_causal is top-left aligned, not the same mask).
 
-usage: decode_peers.py FA3_DIR OURS.json OUT.json [--md OUT.md]
+usage: decode_peers.py FA3_DIR OURS.json OUT.json [--md OUT.md] [--only fa3|cudnn] [--rows I,J]
 """
 import argparse
 import json
 import sys
 
 
-def peers(row, fa3, iters):
+def peers(row, fa3, iters, only=None):
     b, h, hk, lq, lk, d = row["batch"], row["heads"], row["kv_heads"], row["lq"], row["lk"], row["head_dim"]
     launches = row.get("launches", 10)
     out = {}
     try:
+        if only == "cudnn":
+            raise RuntimeError("not asked for (--only cudnn)")
         q = torch.randn(b, lq, h, d, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(b, lk, hk, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn(b, lk, hk, d, device="cuda", dtype=torch.bfloat16)
@@ -33,6 +35,8 @@ def peers(row, fa3, iters):
     q = k = v = None
     torch.cuda.empty_cache()
     try:
+        if only == "fa3":
+            raise RuntimeError("not asked for (--only fa3)")
         q = torch.randn(b, h, lq, d, device="cuda", dtype=torch.float16)
         k = torch.randn(b, hk, lk, d, device="cuda", dtype=torch.float16)
         v = torch.randn(b, hk, lk, d, device="cuda", dtype=torch.float16)
@@ -69,6 +73,9 @@ if __name__ == "__main__":
     ap.add_argument("out")
     ap.add_argument("--md")
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--only", choices=["fa3", "cudnn"],
+                    help="time one peer alone (a profiler's run: ncu -k regex:... python3 bench/decode_peers.py ...)")
+    ap.add_argument("--rows", help="comma-separated row indices of OURS.json to time (default: all)")
     a = ap.parse_args()
     sys.path.insert(0, a.fa3_dir)
     import torch
@@ -79,8 +86,11 @@ if __name__ == "__main__":
     import fa3_fwd_interface as fa3
     from compare_sdpa import time_ms  # the same timing as fmha bench and the SDPA comparison
     rows = [r for r in json.load(open(a.ours)) if "ours_ms" in r]
+    if a.rows:
+        wanted = {int(x) for x in a.rows.split(",")}
+        rows = [r for r in rows if r["row"] in wanted]
     for r in rows:  # ours_tbps: fmha bench's, from the same kv_bytes the peers divide
-        r.update(peers(r, fa3, a.iters))
+        r.update(peers(r, fa3, a.iters, a.only))
         print(r["row"], r["batch"], r["lk"], r["lq"], f"{r['heads']}/{r['kv_heads']}", r["page_size"],
               "ours", round(r["ours_tbps"], 2), "splits", r.get("splits"), "fa3", round(r.get("fa3_bf16_tbps", 0), 2),
               "cudnn", round(r.get("cudnn_tbps", 0), 2), r.get("fa3_bf16_error", ""), flush=True)
