@@ -18,39 +18,45 @@ import sys
 
 
 def peers(row, fa3, iters, only=None):
+    """The peers' times of one row (only: "fa3" or "cudnn" times that peer alone)."""
     b, h, hk, lq, lk, d = row["batch"], row["heads"], row["kv_heads"], row["lq"], row["lk"], row["head_dim"]
     launches = row.get("launches", 10)
-    out = {}
-    try:
-        if only == "cudnn":
-            raise RuntimeError("not asked for (--only cudnn)")
+
+    def fa3_ms():
         q = torch.randn(b, lq, h, d, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(b, lk, hk, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn(b, lk, hk, d, device="cuda", dtype=torch.bfloat16)
         lens = torch.full((b,), lk, device="cuda", dtype=torch.int32)
         fn = lambda: fa3.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, causal=True, num_splits=0)
-        out["fa3_bf16_ms"] = time_ms(fn, iters, launches)
-    except Exception as e:  # noqa: BLE001 (a peer that cannot run the row is reported, not fatal)
-        out["fa3_bf16_error"] = repr(e)[:200]
-    q = k = v = None
-    torch.cuda.empty_cache()
-    try:
-        if only == "fa3":
-            raise RuntimeError("not asked for (--only fa3)")
+        return time_ms(fn, iters, launches)
+
+    def cudnn_ms():
         q = torch.randn(b, h, lq, d, device="cuda", dtype=torch.float16)
         k = torch.randn(b, hk, lk, d, device="cuda", dtype=torch.float16)
         v = torch.randn(b, hk, lk, d, device="cuda", dtype=torch.float16)
         with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
             fn = lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=h != hk)
-            out["cudnn_ms"] = time_ms(fn, iters, launches)
-    except Exception as e:  # noqa: BLE001
-        out["cudnn_error"] = repr(e)[:200]
-    q = k = v = None
-    torch.cuda.empty_cache()
-    for key in ("fa3_bf16", "cudnn"):
-        if f"{key}_ms" in out:
+            return time_ms(fn, iters, launches)
+
+    out = {}
+    for peer, key, timed in (("fa3", "fa3_bf16", fa3_ms), ("cudnn", "cudnn", cudnn_ms)):
+        if only not in (None, peer):
+            continue
+        try:
+            out[f"{key}_ms"] = timed()
             out[f"{key}_tbps"] = row["kv_bytes"] / (out[f"{key}_ms"] * 1e-3) / 1e12
+        except Exception as e:  # noqa: BLE001 (a peer that cannot run the row is reported, not fatal)
+            out[f"{key}_error"] = repr(e)[:200]
+        torch.cuda.empty_cache()  # (the peer's tensors are gone with its function)
     return out
+
+
+def row_list(text):
+    """--rows: a set of row indices."""
+    try:
+        return {int(x) for x in text.split(",")}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"comma-separated row indices, not {text!r}") from None
 
 
 def markdown(rows):
@@ -75,7 +81,7 @@ if __name__ == "__main__":
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--only", choices=["fa3", "cudnn"],
                     help="time one peer alone (a profiler's run: ncu -k regex:... python3 bench/decode_peers.py ...)")
-    ap.add_argument("--rows", help="comma-separated row indices of OURS.json to time (default: all)")
+    ap.add_argument("--rows", type=row_list, help="comma-separated row indices of OURS.json to time (default: all)")
     a = ap.parse_args()
     sys.path.insert(0, a.fa3_dir)
     import torch
@@ -86,9 +92,8 @@ if __name__ == "__main__":
     import fa3_fwd_interface as fa3
     from compare_sdpa import time_ms  # the same timing as fmha bench and the SDPA comparison
     rows = [r for r in json.load(open(a.ours)) if "ours_ms" in r]
-    if a.rows:
-        wanted = {int(x) for x in a.rows.split(",")}
-        rows = [r for r in rows if r["row"] in wanted]
+    if a.rows is not None:
+        rows = [r for r in rows if r["row"] in a.rows]
     for r in rows:  # ours_tbps: fmha bench's, from the same kv_bytes the peers divide
         r.update(peers(r, fa3, a.iters, a.only))
         print(r["row"], r["batch"], r["lk"], r["lq"], f"{r['heads']}/{r['kv_heads']}", r["page_size"],

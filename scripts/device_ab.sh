@@ -17,10 +17,13 @@ a=${1:?A folder}
 b=${2:?B folder}
 rounds=${3:?rounds}
 shift 3
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "device_ab.sh: ROUNDS must be a positive whole number, not '$rounds'" >&2; exit 2; }
 [ $# -gt 0 ] || { echo "device_ab.sh: no fmha bench arguments" >&2; exit 2; }
+for dir in "$a" "$b"; do [ -x "$dir/fmha" ] || { echo "device_ab.sh: no fmha binary in $dir" >&2; exit 2; }; done
 out=${OUT:-out}
 label=${AB_LABEL:-ab}
 mkdir -p "$out"
+rm -f "$out/${label}"_r*_[AB]_*.json "$out/$label.log"  # an earlier A/B of this label must not join the summary
 limit=${STEP_LIMIT:-400}
 status=0
 one() {  # one SIDE ROUND K ARGS: a run of side A or B
