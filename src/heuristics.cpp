@@ -46,6 +46,20 @@ int tileShapeSetting() {
     return v;
 }
 
+std::atomic<int> gSplitMerge{-2};  // -2: not decided yet (read the environment once)
+
+// FMHA_SPLIT_MERGE=kernel / combine: every split launch merges its parts in the kernel (where the
+// kernel can) or with the combine kernel; unset or anything else: the rule below. For measurement.
+int splitMergeSetting() {
+    int v = gSplitMerge.load(std::memory_order_relaxed);
+    if (v == -2) {
+        char const* env = std::getenv("FMHA_SPLIT_MERGE");
+        v = env == nullptr ? -1 : (std::strcmp(env, "kernel") == 0 ? 1 : (std::strcmp(env, "combine") == 0 ? 0 : -1));
+        gSplitMerge.store(v, std::memory_order_relaxed);
+    }
+    return v;
+}
+
 }  // namespace
 
 unsigned long long* setSkipStats(unsigned long long* counters) { return gSkipStats.exchange(counters); }
@@ -205,6 +219,7 @@ int64_t splitRowsBound(KernelOps const& ops, int smCount, int smemPerBlock) {
 // a warp) -4% to -34%; 8 rows of 29 parts (32/4 heads) -4%; 16 rows of 4 parts -3%.
 bool mergeInKernel(FmhaParams const& p, KernelOps const& ops, int64_t parts) {
     if (!ops.combinesSplits || ops.blockM <= 0) return false;
+    if (int const forced = splitMergeSetting(); forced >= 0) return forced == 1;
     int64_t const rows = std::min<int64_t>(ops.blockM, static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2);
     int64_t const warps = std::max(1, ops.blockM / 16);  // the consumer warps: 16 rows each
     return (rows + warps - 1) / warps * ((parts + 7) / 8) <= 2;

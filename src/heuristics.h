@@ -58,7 +58,8 @@ int64_t splitRowsBound(KernelOps const& ops, int smCount, int smemPerBlock);
 // Whether a launch of p in `parts` split-KV parts on ops's kernel merges them in the kernel
 // (KernelOps::combinesSplits: the last part of each row tile merges the tile's rows with its
 // consumer warps) rather than with the combine kernel: where each warp's share is at most two
-// L2 round trips (rows a warp times batches of 8 parts).
+// L2 round trips (rows a warp times batches of 8 parts). FMHA_SPLIT_MERGE=kernel or combine
+// forces one or the other (measurement).
 bool mergeInKernel(FmhaParams const& p, KernelOps const& ops, int64_t parts);
 
 }  // namespace fmha::detail
