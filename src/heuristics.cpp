@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
+#include <initializer_list>
 
 #include "fmha/fmha.h"
 
@@ -17,48 +17,38 @@ namespace {
 
 std::atomic<unsigned long long*> gSkipStats{nullptr};
 
-std::atomic<int> gPackGqa{-2};  // -2: not decided yet (read the environment once)
-
-int packGqaSetting() {
-    int v = gPackGqa.load(std::memory_order_relaxed);
+// An environment setting read once into `cache` (-2 until then): the index of its value in
+// `names`, or -1 (automatic) where it is unset or names none of them.
+int envChoice(std::atomic<int>& cache, char const* name, std::initializer_list<char const*> names) {
+    int v = cache.load(std::memory_order_relaxed);
     if (v == -2) {
-        char const* env = std::getenv("FMHA_PACK_GQA");
-        v = env == nullptr ? -1 : (std::strcmp(env, "0") == 0 ? 0 : (std::strcmp(env, "1") == 0 ? 1 : -1));
-        gPackGqa.store(v, std::memory_order_relaxed);
-    }
-    return v;
-}
-
-std::atomic<int> gTileShape{-2};  // -2: not decided yet (read the environment once); -1: automatic
-
-int tileShapeSetting() {
-    int v = gTileShape.load(std::memory_order_relaxed);
-    if (v == -2) {
-        // The names, in TileShape's order.
-        static constexpr char const* kNames[] = {"default", "wide-keys", "one-warpgroup", "persistent",
-                                                 "three-warpgroups"};
-        char const* env = std::getenv("FMHA_TILE_SHAPE");
+        char const* env = std::getenv(name);
         v = -1;
-        for (int i = 0; env != nullptr && i < static_cast<int>(std::size(kNames)); ++i)
-            if (std::strcmp(env, kNames[i]) == 0) v = i;
-        gTileShape.store(v, std::memory_order_relaxed);
+        int i = 0;
+        for (char const* n : names) {
+            if (env != nullptr && std::strcmp(env, n) == 0) v = i;
+            ++i;
+        }
+        cache.store(v, std::memory_order_relaxed);
     }
     return v;
 }
 
-std::atomic<int> gSplitMerge{-2};  // -2: not decided yet (read the environment once)
+std::atomic<int> gPackGqa{-2};
+int packGqaSetting() { return envChoice(gPackGqa, "FMHA_PACK_GQA", {"0", "1"}); }
 
-// FMHA_SPLIT_MERGE=kernel / combine: every split launch merges its parts in the kernel (where the
-// kernel can) or with the combine kernel; unset or anything else: the rule below. For measurement.
-int splitMergeSetting() {
-    int v = gSplitMerge.load(std::memory_order_relaxed);
-    if (v == -2) {
-        char const* env = std::getenv("FMHA_SPLIT_MERGE");
-        v = env == nullptr ? -1 : (std::strcmp(env, "kernel") == 0 ? 1 : (std::strcmp(env, "combine") == 0 ? 0 : -1));
-        gSplitMerge.store(v, std::memory_order_relaxed);
-    }
-    return v;
+std::atomic<int> gTileShape{-2};  // (setTileShape stores here too)
+// FMHA_TILE_SHAPE: the names in TileShape's order.
+int tileShapeSetting() {
+    return envChoice(gTileShape, "FMHA_TILE_SHAPE",
+                     {"default", "wide-keys", "one-warpgroup", "persistent", "three-warpgroups"});
 }
+
+// FMHA_SPLIT_MERGE=combine / kernel (0 / 1): every split launch merges its parts with the combine
+// kernel or in the kernel (where the kernel can); unset or anything else: the rule below. For
+// measurement.
+std::atomic<int> gSplitMerge{-2};
+int splitMergeSetting() { return envChoice(gSplitMerge, "FMHA_SPLIT_MERGE", {"combine", "kernel"}); }
 
 }  // namespace
 
