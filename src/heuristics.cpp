@@ -206,7 +206,10 @@ int64_t splitRowsBound(KernelOps const& ops, int smCount, int smemPerBlock) {
 // the combine kernel (bench/results/2026-12-02_75b72d3_fused-combine_ab.txt, decode of 32/8
 // heads, D=128): one query a sequence (4 rows a tile, a row a warp, 14-15 parts: two trips)
 // +16% at 8k, +2-5% at 32k, +1% at 128k; 4 and 8 queries (16 and 32 rows: four and eight rows
-// a warp) -4% to -34%; 8 rows of 29 parts (32/4 heads) -4%; 16 rows of 4 parts -3%.
+// a warp) -4% to -34%; 8 rows of 29 parts (32/4 heads) -4%; 16 rows of 4 parts -3%. With the
+// merge's first 16 parts loaded together (2026-12-03_0068543_final.txt, FMHA_SPLIT_MERGE forced
+// each way): the kernel merge on the rule's combine rows -3% to -20%, the combine kernel on its
+// kernel rows -0.4% to +1.3%; the rule stands.
 bool mergeInKernel(FmhaParams const& p, KernelOps const& ops, int64_t parts) {
     if (!ops.combinesSplits || ops.blockM <= 0) return false;
     if (int const forced = splitMergeSetting(); forced >= 0) return forced == 1;

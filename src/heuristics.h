@@ -57,9 +57,10 @@ int64_t splitRowsBound(KernelOps const& ops, int smCount, int smemPerBlock);
 
 // Whether a launch of p in `parts` split-KV parts on ops's kernel merges them in the kernel
 // (KernelOps::combinesSplits: the last part of each row tile merges the tile's rows with its
-// consumer warps) rather than with the combine kernel: where each warp's share is at most two
-// L2 round trips (rows a warp times batches of 8 parts). FMHA_SPLIT_MERGE=kernel or combine
-// forces one or the other (measurement).
+// consumer warps) rather than with the combine kernel: where rows a warp times batches of 8
+// parts is at most 2 (measured; since a row's first 16 parts load together this counts more
+// round trips than there are, and re-measured it still holds). FMHA_SPLIT_MERGE=kernel or
+// combine forces one or the other (measurement).
 bool mergeInKernel(FmhaParams const& p, KernelOps const& ops, int64_t parts);
 
 }  // namespace fmha::detail
