@@ -62,7 +62,10 @@ int setTileShape(int shape) {
 
 // 16-bit D=64 with one consumer warpgroup and two CTAs an SM: +12% on ViT S=512 (B=32) and +7%
 // on causal S=512, -6% at S=4k (bench/results/2026-12-01_branches_ab.txt,
-// 2026-12-01_f8e325d_tile-shapes_ab.txt), so up to 1024 queries a sequence over contiguous KV.
+// 2026-12-01_f8e325d_tile-shapes_ab.txt), so up to 1024 queries a sequence over contiguous KV,
+// non-causal: since the persistent kernel's two Q buffers and ping-pong ring across tiles it
+// runs causal S=512 8.8% faster than these tiles, ViT S=512 7.8% slower
+// (2026-12-03_persist-ring_ab.txt).
 // FP8 D=64 with 256-key tiles: +4% on non-causal 4k and -1% on ViT S=512, while a causal tile
 // set of S=512 does a fifth more key work than with 128 keys, so non-causal launches without a
 // window whose longest sequence has at least 2048 keys. The persistent kernel (head dims up to
@@ -91,7 +94,7 @@ TileShape tileShapeFor(FmhaParams const& p) {
     bool const fp8 = p.element == ElementKind::kFp8, strided = p.kvAddressing == KvAddressing::kStrided;
     // The longest sequence's keys: the ViT mode's maxKvLen is the packed total of all sequences'.
     int64_t const longestKeys = p.kvRowsFromCu ? p.maxSeqLenQ : p.maxKvLen;
-    if (p.headDim == 64 && !fp8 && strided && p.maxSeqLenQ <= 1024) return TileShape::kOneWarpGroup;
+    if (p.headDim == 64 && !fp8 && strided && !p.causal && p.maxSeqLenQ <= 1024) return TileShape::kOneWarpGroup;
     // Paged 16-bit head dims 65-128 whose query rows of a KV head fit 64 (decode steps, small
     // chunks), over pages of 64 keys and up (one TMA box a K or V tile): one consumer warpgroup
     // of 64-key tiles, two CTAs an SM. Against the default tiles, decode of one sequence +7% at

@@ -1216,6 +1216,13 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
                   keys <= 2048 ? fmha::TileShape::kPersistent : fmha::TileShape::kThreeWarpGroups);
     }
     EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kOneWarpGroup);
+    {  // causal of at most 1024 queries: the persistent kernel, not the one-warpgroup shape
+        fmha::FmhaRunner const llm512(32, 32, 64, 32, 512, 512);
+        fmha::LlmArgs l;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm512, l)), fmha::TileShape::kPersistent);
+        l.inputType = fmha::DataType::kBF16;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm512, l)), fmha::TileShape::kPersistent);
+    }
     // 16-bit D=64 past the one-warpgroup shape's 1024 queries: three consumer warpgroups, except
     // where the persistent kernel runs (causal of at most 8192 keys) and under skip-softmax.
     EXPECT_EQ(vit(fmha::DataType::kHALF, 4, 4096), fmha::TileShape::kThreeWarpGroups);

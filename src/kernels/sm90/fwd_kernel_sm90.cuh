@@ -323,11 +323,13 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
 // ... of `tiles` (sized by the launch, and read from the kernel's parameters: the producer's
 // few registers do not hold them). The producer and the consumers walk the same row
 // tiles, the K/V pipeline's stages and phases counting on across them; the producer loads a
-// tile's Q once the consumers have done the previous tile's last Q.K^T (pipe.qEmpty), and its
-// first K/V as stages free, so that they land while the consumers finish the previous tile's
-// P.V and epilogue. The output is staged in shared memory of its own, each warp its 16 rows, and
-// leaves by one TMA store a warp (storeWarpRowsTma), which the warp waits for only before its next
-// tile's staging.
+// tile's Q into the other of two Q buffers once the consumers have done the last Q.K^T of the
+// tile before it in that buffer (pipe.qEmpty), and its first K/V as stages free, so that they
+// land while the consumers finish the previous tile. The consumer warpgroups' ping-pong ring
+// goes on across tiles: warpgroup 0 issues a tile's first Q.K^T as soon as the last
+// warpgroup has issued the previous tile's last P.V, not after its epilogue. The output is
+// staged in shared memory of its own, each warp its 16 rows, and leaves by one TMA store a warp
+// (storeWarpRowsTma), which the warp waits for only before its next tile's staging.
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     fwdKernelSm90Persistent(FmhaParams const p, __grid_constant__ TmaDescs const tma,
@@ -340,8 +342,8 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
 
     extern __shared__ __align__(16) unsigned char smemRaw[];
     unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smemRaw) + 1023) & ~uintptr_t{1023});
-    unsigned char* sQ = smem;
-    unsigned char* sK = sQ + Tile::kBytesQ;
+    unsigned char* sQ = smem;  // two buffers, tile j's in buffer j % 2
+    unsigned char* sK = sQ + Tile::kQBuffers * Tile::kBytesQ;
     unsigned char* sV = sK + Tile::kStages * Tile::kBytesKV;
     unsigned char* sVt = sV + Tile::kStages * Tile::kBytesKV;
     unsigned char* sO = sVt + Tile::kStages * Tile::kBytesVt;  // 1024-byte aligned: whole tiles before it
@@ -390,18 +392,24 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
         // Slot j: tile j % 2 of item blockIdx.x + (j / 2) gridDim.x (one counter: the producer's
         // 40 registers spill with two).
 #pragma unroll 1
-        for (int j = 0; blockIdx.x + (j >> 1) * gridDim.x < static_cast<unsigned>(tiles.items); ++j) {
+        for (int j = 0;; ++j) {
+            unsigned cta, ctas;  // read afresh each tile (volatile): FP8's producer spilled them
+            asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(cta));
+            asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(ctas));
+            unsigned const w = cta + (j >> 1) * ctas;
+            if (w >= static_cast<unsigned>(tiles.items)) break;
             TileAt x;
-            if (!at(blockIdx.x + (j >> 1) * gridDim.x, j & 1, &x)) continue;
+            if (!at(w, j & 1, &x)) continue;
             SeqInfo const seq(p, x.b);
             int const rows = packed.count(seq.rows);
             if (x.m0 >= rows) continue;
             int const m1 = min(x.m0 + kBlockM, rows);
             MaskPolicy<Tile::kBlockN> const mask(p, seq, x.b, packed.query(x.m0), packed.query(m1 - 1) + 1, 1, 0);
             if (mask.empty()) continue;
-            Barrier::wait(&pipe.qEmpty, (qIter & 1) ^ 1);  // the previous tile's Q is read
-            produceTiles<Elem, Tile, kKv>(p, tma, seq, mask, x.b, x.hq, x.hq / p.headGroup, x.m0, sQ, sK, sV, pipe, tid,
-                                          sVt, vtBar, it);
+            int const qBuf = qIter & 1;
+            Barrier::wait(&pipe.qEmpty[qBuf], ((qIter >> 1) & 1) ^ 1);  // the tile before last's Q is read
+            produceTiles<Elem, Tile, kKv>(p, tma, seq, mask, x.b, x.hq, x.hq / p.headGroup, x.m0,
+                                          sQ + qBuf * Tile::kBytesQ, sK, sV, pipe, tid, sVt, vtBar, it, qBuf);
             it += mask.nBlockMax - mask.nBlockMin;
             ++qIter;
         }
@@ -435,9 +443,12 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
             OnlineSoftmax<2> softmax;
             softmax.init();
             if (!mask.empty()) {
-                ConsumerSm90<ET, Tile> const consumer{p, seq, mask, pipe, sQAddr, sKAddr, sVAddr, warpRow0 + g, t,
-                                                      lane == 0, cwg, -INFINITY, sVtAddr, vtBar, 0U, it,
-                                                      static_cast<uint32_t>(qIter & 1)};
+                // (through a shuffle, as cwg: known warp-uniform, Q's address stays in uniform registers)
+                int const qBuf = __shfl_sync(0xffffffffu, qIter & 1, 0);
+                ConsumerSm90<ET, Tile> const consumer{p, seq, mask, pipe, sQAddr + qBuf * Tile::kBytesQ, sKAddr, sVAddr,
+                                                      warpRow0 + g, t, lane == 0, cwg, -INFINITY, sVtAddr, vtBar, 0U, it,
+                                                      static_cast<uint32_t>((qIter >> 1) & 1), qBuf,
+                                                      /*ringOpen=*/qIter == 0, /*ringClose=*/false};
                 consumer.run(o, softmax);
                 alignHeadColumns<Tile>(tma, x.hq / p.headGroup, p.headDim, o);
                 it += mask.nBlockMax - mask.nBlockMin;
@@ -452,6 +463,10 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
             storeWarpRowsTma<ET, Tile>(p, tma, seq, x.b, x.hq, warpRow0, warpRows, o3, scaleOut, lse, sStage, lane);
         }
     }
+    // The last warpgroup opened warpgroup 0's turn after the CTA's last tile (ringClose false):
+    // warpgroup 0 meets it, so that the barrier's phase completes.
+    if constexpr (Tile::kPingPong)
+        if (qIter > 0 && cwg == 0) cutlass::arch::NamedBarrier::sync(256, Tile::kBarrierTurn0);
     if (lane == 0) cute::tma_store_wait<0>();  // sStage outlives its last store's reads
 }
 

@@ -288,14 +288,16 @@ __device__ inline int headShift(int h, int D) { return (h * D) % 16; }
 // while its V is still in flight.
 template <int kStages>
 struct PipelineSm90 {
-    uint64_t qFull;
-    uint64_t qEmpty;             // persistent kernels: each consumer warp is done reading Q
+    uint64_t qFull[2];           // Q buffer b (persistent kernels: two, b = the tile's parity)
+    uint64_t qEmpty[2];          // persistent kernels: each consumer warp is done reading Q buffer b
     uint64_t full[2][kStages];   // [K or V][stage]: each producer thread's copies have landed
     uint64_t empty[2][kStages];  // each consumer warp's wgmma has read the stage
 
     __device__ void init(int producerThreads, int consumerWarps) {
-        Barrier::init(&qFull, producerThreads);
-        Barrier::init(&qEmpty, consumerWarps);
+        for (int b = 0; b < 2; ++b) {
+            Barrier::init(&qFull[b], producerThreads);
+            Barrier::init(&qEmpty[b], consumerWarps);
+        }
         for (int w = 0; w < 2; ++w)
             for (int s = 0; s < kStages; ++s) {
                 Barrier::init(&full[w][s], producerThreads);
@@ -323,13 +325,14 @@ enum : int { kK = 0, kV = 1 };
 // boxes over a token's KV heads as one row (TmaDescs::kvRows), whose K columns outside the head
 // the producer zeroes before the consumers read them.
 // it0: the pipeline's count of tiles before this row tile's (a persistent CTA's earlier
-// tiles): tile i of the visit order uses stage (it0 + i) % kStages.
+// tiles): tile i of the visit order uses stage (it0 + i) % kStages. qBuf: the barriers of Q's
+// buffer sQ (persistent kernels: two buffers, the tile's parity).
 template <class Elem, class Tile, KvAddressing kKv>
 __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq,
                                     MaskPolicy<Tile::kBlockN> const& mask, int b, int hq, int hkv, int m0,
                                     unsigned char* sQ, unsigned char* sK, unsigned char* sV,
                                     PipelineSm90<Tile::kStages>& pipe, int ptid, unsigned char* sVt = nullptr,
-                                    uint64_t* vtBar = nullptr, int it0 = 0) {
+                                    uint64_t* vtBar = nullptr, int it0 = 0, int qBuf = 0) {
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kStages = Tile::kStages;
     constexpr int kSw = Tile::kSwizzleBytes;  // bytes of a row in one swizzled block (128, or 64)
     constexpr int kChunks = Tile::kRowBytes / 16, kColBlocks = Tile::kRowBytes / kSw, kElemBytes = ElemTraits<Elem>::kBytes;
@@ -379,13 +382,13 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
 
     if (tma.qOk) {
         if (lead) {
-            TxBarrier::arrive_and_expect_tx(&pipe.qFull, Tile::kBytesQ);
+            TxBarrier::arrive_and_expect_tx(&pipe.qFull[qBuf], Tile::kBytesQ);
 #pragma unroll
             for (int cb = 0; cb < kColBlocks; ++cb)
-                cute::SM90_TMA_LOAD_3D::copy(&tma.q, &pipe.qFull, kOnce, sQ + cb * kBlockM * kSw, cb * kBoxCols, hq,
+                cute::SM90_TMA_LOAD_3D::copy(&tma.q, &pipe.qFull[qBuf], kOnce, sQ + cb * kBlockM * kSw, cb * kBoxCols, hq,
                                              static_cast<int32_t>(seq.qBegin + PackedRows(p).query(m0)));
         } else {
-            Barrier::arrive(&pipe.qFull);
+            Barrier::arrive(&pipe.qFull[qBuf]);
         }
     } else {
         char const* qBase =
@@ -398,7 +401,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         };
         auto dstQ = [&](int r, int c) { return sQ + offsetIn(std::integral_constant<int, kBlockM>{}, r, c); };
         gather(std::integral_constant<int, kBlockM>{}, qRow, dstQ, p.q);
-        cutlass::arch::cpasync_barrier_arrive_noinc(&pipe.qFull);
+        cutlass::arch::cpasync_barrier_arrive_noinc(&pipe.qFull[qBuf]);
     }
 
     KvAddress<kKv, kElemBytes> const kv(p, seq, b, hkv);
@@ -563,6 +566,14 @@ struct ConsumerSm90 {
     uint32_t sDrops;      // kSkip: this warpgroup's drop bytes, [tile parity][warp]
     int it0 = 0;          // the pipeline's tiles before this row tile's (persistent kernels; see produceTiles)
     uint32_t qPhase = 0;  // the phase of Q's barriers for this row tile
+    int qBuf = 0;         // its Q buffer (persistent kernels: the tile's parity)
+    // Ping-pong across tiles: ringOpen, the CTA's first tile (the last warpgroup opens
+    // warpgroup 0's first turn); ringClose, the last warpgroup does not open warpgroup 0's next
+    // turn after this tile. A one-tile CTA opens and closes; a persistent CTA opens on its first
+    // tile only and never closes (warpgroup 0 meets the last opening after the CTA's last tile),
+    // so that warpgroup 0 starts the next tile's Q.K^T while the others finish this one's.
+    bool ringOpen = true;
+    bool ringClose = true;
 
     // Ping-pong: the warpgroups take turns issuing their GEMMs in a ring (0, 1[, 2], 0, ...),
     // so that the tensor cores run one warpgroup's GEMMs while the others do their softmax.
@@ -576,7 +587,7 @@ struct ConsumerSm90 {
     }
     __device__ void turnEnd(bool last) const {
         if constexpr (Tile::kPingPong)
-            if (!(last && wg == kLastWg))
+            if (!(last && ringClose && wg == kLastWg))
                 cutlass::arch::NamedBarrier::arrive(256, Tile::kBarrierTurn0 + (kLastWg == 1      ? wg ^ 1
                                                                                  : wg == kLastWg ? 0
                                                                                                  : wg + 1));
@@ -778,7 +789,7 @@ struct ConsumerSm90 {
     }
 
     __device__ void run(float (&o)[kDimO / 2], OnlineSoftmax<2>& softmax) const {
-        Barrier::wait(&pipe.qFull, qPhase);
+        Barrier::wait(&pipe.qFull[qBuf], qPhase);
         cutlass::arch::fence_view_async_shared();
         int const nTiles = mask.nBlockMax - mask.nBlockMin, nLast = mask.nBlockMax - 1;
         int32_t firstUnmasked, endUnmasked;
@@ -801,7 +812,7 @@ struct ConsumerSm90 {
             bool moved;  // (O is still zero: nothing to rescale)
             waitFull(kK, 0);
             if constexpr (Tile::kPingPong)
-                if (wg == kLastWg) cutlass::arch::NamedBarrier::arrive(256, Tile::kBarrierTurn0);
+                if (ringOpen && wg == kLastWg) cutlass::arch::NamedBarrier::arrive(256, Tile::kBarrierTurn0);
             turnBegin();
             issueQK<T, kHeadDim, kBlockN, Tile::kBlockM, Tile::kQKBytes>(sQ, stage(sK, 0), s);
             turnEnd(false);
@@ -832,7 +843,7 @@ struct ConsumerSm90 {
         for (; i < nTiles; ++i) visit(std::true_type{});
         // Every Q.K^T of the row tile is done: a persistent CTA's producer may load the next Q.
         if constexpr (Tile::kPersistent)
-            if (leadLane) Barrier::arrive(&pipe.qEmpty);
+            if (leadLane) Barrier::arrive(&pipe.qEmpty[qBuf]);
         waitFull(kV, nTiles - 1);
         turnBegin();
         bool const skipLast = kSkip && groupDropped(nTiles - 1);

@@ -124,6 +124,9 @@ struct TileSm90 {
     static constexpr int kSwizzleBytes = kRowBytes >= 128 ? 128 : 64;
     static_assert(kRowBytes % kSwizzleBytes == 0, "whole swizzle blocks");
     static constexpr int kBytesQ = kBlockM * kRowBytes;
+    // Q buffers: persistent tiles two, so that the producer loads the next tile's Q while the
+    // consumers still read this one's (the loads then land a whole tile ahead).
+    static constexpr int kQBuffers = kPersistent ? 2 : 1;
     static constexpr int kBytesKV = kBlockN * kRowBytes;
     // FP8: V^T of a stage, kHeadDim rows of kBlockN keys: 128-byte rows (128-byte swizzle) at
     // D=128, 64-byte rows (64-byte swizzle) at D=256.
@@ -139,9 +142,9 @@ struct TileSm90 {
     // row views (produceTiles).
     static constexpr int kFp8Barriers = (kRows8 ? 3 : 2) * kStages;
     // + the staged output (persistent), + the FP8 mbarriers, + alignment slack:
-    // persistent 129 KB (D=64) and 193 KB (D=128), FP8 121 and 193 KB.
+    // persistent 145 KB (D=64) and 225 KB (D=128), FP8 129 and 209 KB.
     static constexpr int kSmemBytes =
-        kBytesQ + 2 * kStages * kBytesKV + kStages * kBytesVt + kBytesO + (kFp8 ? kFp8Barriers * 8 : 0) + 1024;
+        kQBuffers * kBytesQ + 2 * kStages * kBytesKV + kStages * kBytesVt + kBytesO + (kFp8 ? kFp8Barriers * 8 : 0) + 1024;
     static_assert(kSmemBytes <= 227 * 1024, "within the SM's opt-in shared memory");
     // (K, V and, FP8, the V^T stages that follow them)
     static_assert(kBlockM * kStrideO * 2 <= 2 * kStages * kBytesKV + kStages * kBytesVt, "epilogue staging fits");
