@@ -216,7 +216,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     // stages' "landed" barriers of row views, produceTiles).
     unsigned char* sVt = sV + Tile::kStages * Tile::kBytesKV;
     uint64_t* vtBar = reinterpret_cast<uint64_t*>(sVt + Tile::kStages * Tile::kBytesVt);
-    __shared__ PipelineSm90<Tile::kStages> pipe;
+    __shared__ PipelineSm90<Tile::kStages, Tile::kQBuffers> pipe;
     __shared__ int sBidir[2];
     // kSkip: each consumer warpgroup's drop bytes, [tile parity][warp]
     __shared__ uint32_t sDrops[Tile::kNConsumerWarpGroups][2];
@@ -348,7 +348,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     unsigned char* sVt = sV + Tile::kStages * Tile::kBytesKV;
     unsigned char* sO = sVt + Tile::kStages * Tile::kBytesVt;  // 1024-byte aligned: whole tiles before it
     uint64_t* vtBar = reinterpret_cast<uint64_t*>(sO + Tile::kBytesO);
-    __shared__ PipelineSm90<Tile::kStages> pipe;
+    __shared__ PipelineSm90<Tile::kStages, Tile::kQBuffers> pipe;
 
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     int const tid = threadIdx.x, warp = tid / 32, lane = tid % 32;

@@ -286,15 +286,16 @@ __device__ inline int headShift(int h, int D) { return (h * D) % 16; }
 // The mbarriers of one CTA. Tile i of the visit order uses stage i % kStages in phase
 // (i / kStages) & 1; K and V have separate barriers, so that Q.K^T of a tile can start
 // while its V is still in flight.
-template <int kStages>
+// kQBuffers: Tile::kQBuffers (persistent kernels two, b = the tile's parity; one elsewhere).
+template <int kStages, int kQBuffers>
 struct PipelineSm90 {
-    uint64_t qFull[2];           // Q buffer b (persistent kernels: two, b = the tile's parity)
-    uint64_t qEmpty[2];          // persistent kernels: each consumer warp is done reading Q buffer b
+    uint64_t qFull[kQBuffers];   // Q buffer b has landed
+    uint64_t qEmpty[kQBuffers];  // persistent kernels: each consumer warp is done reading Q buffer b
     uint64_t full[2][kStages];   // [K or V][stage]: each producer thread's copies have landed
     uint64_t empty[2][kStages];  // each consumer warp's wgmma has read the stage
 
     __device__ void init(int producerThreads, int consumerWarps) {
-        for (int b = 0; b < 2; ++b) {
+        for (int b = 0; b < kQBuffers; ++b) {
             Barrier::init(&qFull[b], producerThreads);
             Barrier::init(&qEmpty[b], consumerWarps);
         }
@@ -331,7 +332,7 @@ template <class Elem, class Tile, KvAddressing kKv>
 __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq,
                                     MaskPolicy<Tile::kBlockN> const& mask, int b, int hq, int hkv, int m0,
                                     unsigned char* sQ, unsigned char* sK, unsigned char* sV,
-                                    PipelineSm90<Tile::kStages>& pipe, int ptid, unsigned char* sVt = nullptr,
+                                    PipelineSm90<Tile::kStages, Tile::kQBuffers>& pipe, int ptid, unsigned char* sVt = nullptr,
                                     uint64_t* vtBar = nullptr, int it0 = 0, int qBuf = 0) {
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kStages = Tile::kStages;
     constexpr int kSw = Tile::kSwizzleBytes;  // bytes of a row in one swizzled block (128, or 64)
@@ -554,7 +555,7 @@ struct ConsumerSm90 {
     FmhaParams const& p;
     SeqInfo const& seq;
     Mask const& mask;
-    PipelineSm90<kStages>& pipe;
+    PipelineSm90<kStages, Tile::kQBuffers>& pipe;
     uint32_t sQ, sK, sV;  // this warpgroup's Q rows; the K and V stages
     int row0;             // the first tile row this thread holds (it also holds row0 + 8; see PackedRows)
     int t;                // lane position in its quad
