@@ -19,7 +19,7 @@ enum class ElementKind : int32_t { kFp16 = 0, kBf16 = 1, kFp8 = 2 };
 enum class TileShape : int32_t {
     kDefault = 0,
     kWideKeys = 1,      // FP8: 256-key tiles at D=64 (192 at D=128)
-    kOneWarpGroup = 2,  // 16-bit: one consumer warpgroup, two CTAs an SM (D=64 64 x 128, paged D=128 64 x 64)
+    kOneWarpGroup = 2,  // one consumer warpgroup, 64 x 64 tiles: D=64 (three CTAs an SM), paged 16-bit D=128 (two)
     kPersistent = 3,    // D=64/128, unsplit launches: the default tiles, one CTA an SM walking several
     kThreeWarpGroups = 4,  // D=64 (16-bit and FP8): three consumer warpgroups, 192-row tiles
 };

@@ -47,7 +47,7 @@ SM90_SHAPES = {
                     ("kThreeWarpGroups", ["kStrided"])],
     ("kBf16", 64): [("kOneWarpGroup", ["kStrided"]), ("kPersistent", ["kStrided", "kPaged"]),
                     ("kThreeWarpGroups", ["kStrided"])],
-    ("kFp8", 64): [("kWideKeys", ["kStrided", "kPaged"]), ("kPersistent", ["kStrided", "kPaged"]),
+    ("kFp8", 64): [("kOneWarpGroup", ["kStrided"]), ("kWideKeys", ["kStrided", "kPaged"]), ("kPersistent", ["kStrided", "kPaged"]),
                    ("kThreeWarpGroups", ["kStrided"])],
     ("kFp16", 128): [("kPersistent", ["kStrided", "kPaged"]), ("kOneWarpGroup", ["kPaged"])],
     ("kBf16", 128): [("kPersistent", ["kStrided", "kPaged"]), ("kOneWarpGroup", ["kPaged"])],

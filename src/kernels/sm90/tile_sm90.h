@@ -23,8 +23,8 @@ struct TileSm90 {
     static_assert(!kRows8 || (kFp8 && kHeadDim == 128 && kShape != TileShape::kWideKeys), "72-byte rows: FP8, D=128 tiles");
     static_assert(kShape != TileShape::kWideKeys || (kFp8 && (kHeadDim == 64 || kHeadDim == 128)),
                   "wide key tiles: FP8 at D=64 and 128");
-    static_assert(kShape != TileShape::kOneWarpGroup || (!kFp8 && kHeadDim <= 128),
-                  "one consumer warpgroup: 16-bit D=64 and 128");
+    static_assert(kShape != TileShape::kOneWarpGroup || kHeadDim == 64 || (!kFp8 && kHeadDim == 128),
+                  "one consumer warpgroup: D=64, and 16-bit D=128");
     static_assert(kShape != TileShape::kThreeWarpGroups || kHeadDim == 64, "three consumer warpgroups: D=64");
     // kPersistent: the default tiles, one CTA an SM walking several tiles (the output staged
     // in shared memory of its own, so that the producer loads the next tile's Q and K/V while
@@ -33,9 +33,10 @@ struct TileSm90 {
     static_assert(!kPersistent || kHeadDim <= 128, "persistent tiles: D=64 and 128");
     // One producer warpgroup (TMA, or cp.async gathers, into a K/V mbarrier pipeline) and two
     // consumer warpgroups of 64 query rows each (the wgmma M); kOneWarpGroup: one consumer
-    // warpgroup and two CTAs an SM, so that one CTA's prologue and epilogue overlap the
-    // other's mainloop (short sequences), at the cost of ping-pong and of K/V loaded per 64 rows;
-    // at D=128 (paged KV, at most 64 query rows a KV head: decode steps and small chunks) it
+    // warpgroup and 64-key tiles, several CTAs an SM, so that one CTA's prologue and epilogue
+    // overlap the others' mainloops (short sequences), at the cost of ping-pong and of K/V
+    // loaded per 64 rows: at D=64 (at most 1024 queries and keys) three CTAs an SM; at D=128
+    // (paged KV, at most 64 query rows a KV head: decode steps and small chunks) two, where it
     // halves the tensor work of tiles that hold a few real rows, and two CTAs an SM keep twice
     // the K/V streams in flight.
     // kThreeWarpGroups: three consumer warpgroups taking turns at the tensor cores (192-row
@@ -44,7 +45,9 @@ struct TileSm90 {
     static constexpr int kNConsumerWarpGroups = kShape == TileShape::kOneWarpGroup       ? 1
                                                 : kShape == TileShape::kThreeWarpGroups ? 3
                                                                                         : 2;
-    static constexpr int kMinBlocks = kNConsumerWarpGroups == 1 ? 2 : 1;  // CTAs an SM (__launch_bounds__)
+    // CTAs an SM (__launch_bounds__). One consumer warpgroup at D=64: three, against two
+    // with 128-key tiles +10% on 16-bit ViT S=512 (bench/results/2026-12-03_onewg-k64_ab.txt).
+    static constexpr int kMinBlocks = kNConsumerWarpGroups != 1 ? 1 : kHeadDim == 64 ? 3 : 2;
     static constexpr int kNConsumerThreads = 128 * kNConsumerWarpGroups;
     static constexpr int kNThreads = 128 + kNConsumerThreads;
     static constexpr int kBlockM = 64 * kNConsumerWarpGroups;
@@ -57,11 +60,12 @@ struct TileSm90 {
     // D=128 gained 0.5-2% at 8k and lost 9-18% at S = 512 and 1024 (512 / 192 tiles round up)
     // and 1-3% at 4k, so only D=64 builds it (bench/results/2026-12-01_branches_ab.txt,
     // 2026-12-01_fp8-d128-keys_ab.txt).
-    // One consumer warpgroup at D=128: 64-key tiles, so that Q and three stages fit two CTAs an SM.
-    static constexpr int kBlockN = kShape == TileShape::kWideKeys                  ? (kHeadDim == 64 ? 256 : 192)
-                                   : kNConsumerWarpGroups == 1 && kHeadDim == 128 ? 64
-                                   : kHeadDim <= 128                              ? 128
-                                                                                  : 64;
+    // One consumer warpgroup: 64-key tiles, so that Q and the stages fit two CTAs an SM at
+    // D=128 and three at D=64 (whose S takes 32 registers a thread instead of 64).
+    static constexpr int kBlockN = kShape == TileShape::kWideKeys ? (kHeadDim == 64 ? 256 : 192)
+                                   : kNConsumerWarpGroups == 1   ? 64
+                                   : kHeadDim <= 128             ? 128
+                                                                 : 64;
     static_assert(kBlockN % 64 == 0 && kBlockN <= 256, "whole 64-key V^T blocks, a wgmma N");
     // Paged TMA boxes: at most a page, and a power of two dividing the tile (64 at 192 keys).
     static constexpr int kBoxRowsMax = kBlockN & -kBlockN;
@@ -69,8 +73,11 @@ struct TileSm90 {
     // (D=64, 3 stages), 160 KB (D=128, 2) and 192 KB (D=256, 2) of the 227 KB. FP8 tiles take
     // half the bytes, so its stages (K, V and V^T) go deeper: the producer's transpose of a V
     // tile then starts a tile earlier, off the consumers' path (105, 161 and 177 KB).
-    // (One consumer warpgroup at D=128: Q 16 KB and three 32 KB stages, 113 KB.)
-    static constexpr int kStages = kElemBytes == 1 ? (kHeadDim == 64 ? 4 : kBlockN > 128 ? 2 : 3)
+    // (One consumer warpgroup: at D=128 Q 16 KB and three 32 KB stages, 113 KB; at D=64 Q 8 KB
+    // and four 16 KB stages, 73 KB, three of them within the SM's 228 KB; four stages gained 1.5%
+    // over three on ViT S=512.)
+    static constexpr int kStages = kElemBytes == 1                                 ? (kHeadDim == 64 ? 4 : kBlockN > 128 ? 2 : 3)
+                                   : kNConsumerWarpGroups == 1 && kHeadDim == 64 ? 4
                                    : kHeadDim == 64 || kNConsumerWarpGroups == 1 ? 3
                                                                                   : 2;
     // setmaxnreg: the producer gives registers to the consumers within the SM's 65536
@@ -78,9 +85,11 @@ struct TileSm90 {
     // a thread and takes the larger share.
     // FP8: the producer also transposes V (128 * 56 + 256 * 224 = 64512), and P takes half
     // the registers of 16-bit P (O + S + P: 168 at D=256).
-    // One consumer warpgroup, two CTAs an SM: 2 * (128 * 32 + 128 * 224) = 65536; over paged KV
-    // (D=128) 40 and 216, where the split-KV combine in the kernel made the producer spill at 32
-    // (the consumer's O 64, S 32 and P 16 leave room). Persistent
+    // One consumer warpgroup: at D=64, three CTAs an SM, 3 * (128 * 32 + 128 * 128) = 61440
+    // (O 32, S 32 and P 16 registers; at four CTAs an SM the consumer spilled), FP8 56 and 104
+    // (P 8; its producer's V transposes keep their 56); at D=128 (paged
+    // KV), two CTAs an SM, 40 and 216, where the split-KV combine in the kernel made the
+    // producer spill at 32 (the consumer's O 64, S 32 and P 16 leave room). Persistent
     // (16-bit): the producer walks its tiles in a loop that spills at 40 (128 * 48 + 256 * 224).
     // Three consumer warpgroups: 128 * 32 + 384 * 160 = 65536 (D=64: O 32, S 64 and P 32); FP8
     // keeps the producer's 56 for its V transposes (128 * 56 + 384 * 152 = 65536).
@@ -94,8 +103,9 @@ struct TileSm90 {
                                          : kPersistent               ? 48
                                                                      : 40;
     static constexpr int kConsumerRegs = kRows8 || kOneWgPaged                              ? 216
+                                         : kNConsumerWarpGroups == 1                        ? 160 - kProducerRegs
                                          : kNConsumerWarpGroups == 3                        ? (kFp8 ? 152 : 160)
-                                         : kNConsumerWarpGroups == 1 || kFp8 || kPersistent ? 224
+                                         : kFp8 || kPersistent                              ? 224
                                          : kHeadDim == 256                                  ? 240
                                                                                             : 232;
     // Ping-pong scheduling of the consumer warpgroups in turn (named barriers 2, 3 and, with
