@@ -60,12 +60,13 @@ int setTileShape(int shape) {
     return previous;
 }
 
-// 16-bit D=64 with one consumer warpgroup and two CTAs an SM: +12% on ViT S=512 (B=32) and +7%
-// on causal S=512, -6% at S=4k (bench/results/2026-12-01_branches_ab.txt,
-// 2026-12-01_f8e325d_tile-shapes_ab.txt), so up to 1024 queries a sequence over contiguous KV,
-// non-causal: since the persistent kernel's two Q buffers and ping-pong ring across tiles it
-// runs causal S=512 8.8% faster than these tiles, ViT S=512 7.8% slower
-// (2026-12-03_persist-ring_ab.txt).
+// D=64 with one consumer warpgroup (64 x 64 tiles, three CTAs an SM) over contiguous KV, up to
+// 1024 queries and keys a sequence (FP8 causal 2048): against the next choice, 16-bit ViT S=512
+// +10% (its 128-key tiles at two CTAs an SM, which ran 7.8% ahead of the persistent kernel),
+// 1024 +2-4% and 768 even (three consumer warpgroups), 2048 -16%; 16-bit causal (the persistent
+// kernel) S=512 +18.5%, 1024 +9%, 2048 -6%, 4096 -11%; FP8 (the persistent kernel) ViT S=512
+// +14%, 1024 +3%, causal S=512 +9%, 1024 even, 2048 +3.7%, 4096 -8.5%
+// (bench/results/2026-12-03_onewg-k64_ab.txt, 2026-12-03_onewg3_ab.txt).
 // FP8 D=64 with 256-key tiles: +4% on non-causal 4k and -1% on ViT S=512, while a causal tile
 // set of S=512 does a fifth more key work than with 128 keys, so non-causal launches without a
 // window whose longest sequence has at least 2048 keys. The persistent kernel (head dims up to
@@ -94,7 +95,9 @@ TileShape tileShapeFor(FmhaParams const& p) {
     bool const fp8 = p.element == ElementKind::kFp8, strided = p.kvAddressing == KvAddressing::kStrided;
     // The longest sequence's keys: the ViT mode's maxKvLen is the packed total of all sequences'.
     int64_t const longestKeys = p.kvRowsFromCu ? p.maxSeqLenQ : p.maxKvLen;
-    if (p.headDim == 64 && !fp8 && strided && !p.causal && p.maxSeqLenQ <= 1024) return TileShape::kOneWarpGroup;
+    int const oneWgKeys = fp8 && p.causal ? 2048 : 1024;
+    if (p.headDim == 64 && strided && p.skipFactor == 0.0F && p.maxSeqLenQ <= oneWgKeys && longestKeys <= oneWgKeys)
+        return TileShape::kOneWarpGroup;
     // Paged 16-bit head dims 65-128 whose query rows of a KV head fit 64 (decode steps, small
     // chunks), over pages of 64 keys and up (one TMA box a K or V tile): one consumer warpgroup
     // of 64-key tiles, two CTAs an SM. Against the default tiles, decode of one sequence +7% at

@@ -88,7 +88,11 @@ TEST_P(PackGqa, MatchesReferenceAndPacks) {
     PackCase const& pc = GetParam();
     ScopedPackGqa const pack(pc.setting);
     harness::GpuResult const gpu = checkAgainstReference(pc.c.spec);
-    EXPECT_EQ(gpu.packedHeads, gpu.family == "sm90" ? pc.packed : 1) << "family " << gpu.family;
+    // The expected packing is that of the automatically chosen tiles; a tile shape forced by
+    // FMHA_TILE_SHAPE packs by its own rows (64-row tiles pack fewer heads), and then only the
+    // output is judged.
+    if (std::getenv("FMHA_TILE_SHAPE") == nullptr)
+        EXPECT_EQ(gpu.packedHeads, gpu.family == "sm90" ? pc.packed : 1) << "family " << gpu.family;
 }
 INSTANTIATE_TEST_SUITE_P(Cases, PackGqa, ::testing::ValuesIn(packGqaCases()),
                          [](::testing::TestParamInfo<PackCase> const& info) { return info.param.c.name; });

@@ -1201,27 +1201,38 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
         a.totalSeqLen = batch * maxLen;
         return fmha::detail::tileShapeFor(fmha::detail::paramsFor(runner, a));
     };
-    // 16k keys in all, 512 a sequence: not the 256-key tiles; persistent (at most 1024 keys).
-    EXPECT_EQ(vit(fmha::DataType::kFP8, 32, 512), fmha::TileShape::kPersistent);
+    // 16k keys in all, 512 a sequence: not the 256-key tiles; one consumer warpgroup (at most
+    // 1024 queries and keys).
+    EXPECT_EQ(vit(fmha::DataType::kFP8, 32, 512), fmha::TileShape::kOneWarpGroup);
     // FP8 D=64 past 1024 keys (non-causal) or 2048 (causal): three consumer warpgroups, ahead of the
     // 256-key tiles and the persistent kernel.
     EXPECT_EQ(vit(fmha::DataType::kFP8, 4, 4096), fmha::TileShape::kThreeWarpGroups);
-    EXPECT_EQ(vit(fmha::DataType::kFP8, 16, 1024), fmha::TileShape::kPersistent);
+    EXPECT_EQ(vit(fmha::DataType::kFP8, 16, 1024), fmha::TileShape::kOneWarpGroup);
     EXPECT_EQ(vit(fmha::DataType::kFP8, 8, 2048), fmha::TileShape::kThreeWarpGroups);
     for (int keys : {2048, 4096}) {
         fmha::FmhaRunner const llm64(32, 32, 64, 1, keys, keys);
         fmha::LlmArgs l;
         l.inputType = fmha::DataType::kFP8;
         EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm64, l)),
-                  keys <= 2048 ? fmha::TileShape::kPersistent : fmha::TileShape::kThreeWarpGroups);
+                  keys <= 2048 ? fmha::TileShape::kOneWarpGroup : fmha::TileShape::kThreeWarpGroups);
     }
     EXPECT_EQ(vit(fmha::DataType::kHALF, 32, 512), fmha::TileShape::kOneWarpGroup);
-    {  // causal of at most 1024 queries: the persistent kernel, not the one-warpgroup shape
-        fmha::FmhaRunner const llm512(32, 32, 64, 32, 512, 512);
+    EXPECT_EQ(vit(fmha::DataType::kBF16, 16, 1024), fmha::TileShape::kOneWarpGroup);
+    for (int keys : {512, 1024, 2048}) {  // causal: one consumer warpgroup up to 1024 keys (FP8 2048)
+        fmha::FmhaRunner const llm(32, 32, 64, 16384 / keys, keys, keys);
         fmha::LlmArgs l;
-        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm512, l)), fmha::TileShape::kPersistent);
+        fmha::TileShape const sixteen = keys <= 1024 ? fmha::TileShape::kOneWarpGroup : fmha::TileShape::kPersistent;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm, l)), sixteen);
         l.inputType = fmha::DataType::kBF16;
-        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm512, l)), fmha::TileShape::kPersistent);
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm, l)), sixteen);
+        l.inputType = fmha::DataType::kFP8;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm, l)), fmha::TileShape::kOneWarpGroup);
+    }
+    {  // FP8, 512 queries over a cache of 4096 keys: past the one-warpgroup shape's 1024 keys
+        fmha::FmhaRunner const chunk(32, 32, 64, 4, 512, 4096);
+        fmha::LlmArgs l;
+        l.inputType = fmha::DataType::kFP8;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(chunk, l)), fmha::TileShape::kThreeWarpGroups);
     }
     // 16-bit D=64 past the one-warpgroup shape's 1024 queries: three consumer warpgroups, except
     // where the persistent kernel runs (causal of at most 8192 keys) and under skip-softmax.
