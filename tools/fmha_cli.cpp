@@ -101,6 +101,9 @@ std::vector<Command> const& commands() {
            "1e-30,1,2,4,8,16,64,256,1024,4096)"},
           {"splits", true, "split-KV parts (FmhaRunner::setSplitKv): 0 automatic (default), 1 never, 2..64 forced"},
           {"row", true, "time one row of the sweep, by index"},
+          {"seq", true,
+           "with --row of a non-decode sweep: every sequence's queries and keys set to N, the batch scaled so that "
+           "the row keeps its tokens (at least one sequence)"},
           {"json", true, "write the rows to this file"},
           {"iters", true, "timed samples a row (default 20)"},
           {"launches", true, "back-to-back launches a sample (default 10; 1: one launch, the host's gap included)"},
@@ -666,6 +669,19 @@ int cmdBench(Flags& f) {
             return 2;
         }
         rows = {rows[static_cast<size_t>(row)]};
+    }
+    if (f.has("seq")) {  // the row at another length: queries and keys N, the same tokens
+        int const seq = f.integer("seq", 0);
+        if (!f.errors.empty() || seq < 1 || !f.has("row") || decode) {
+            std::fprintf(stderr, "fmha bench: --seq needs --row of the prefill sweep and a length >= 1\n");
+            return 2;
+        }
+        ProblemSpec& spec = rows.front().spec;
+        int64_t tokens = 0;
+        for (int lq : spec.lq) tokens += lq;
+        size_t const batch = static_cast<size_t>(std::max<int64_t>(1, tokens / seq));
+        spec.lq.assign(batch, seq);
+        spec.lk.assign(batch, seq);
     }
     detail::DeviceInfo dev;
     detail::currentDevice(&dev);
