@@ -108,6 +108,15 @@ struct TileSm90 {
                                          : kFp8 || kPersistent                              ? 224
                                          : kHeadDim == 256                                  ? 240
                                                                                             : 232;
+    // setmaxnreg moves registers within the CTA's launch allocation: __launch_bounds__ gives a
+    // thread at most 65536 / (kNThreads * kMinBlocks) registers (in units of 8, at most 255),
+    // and a request past that pool waits in setmaxnreg.inc forever (an FP8 D=256 experiment at
+    // 32/240 hung: 128 * 32 + 256 * 240 = 65536 against a pool of 384 * 168 = 64512).
+    static constexpr int kLaunchRegsMax = 65536 / (kNThreads * kMinBlocks);
+    static constexpr int kLaunchRegs = (kLaunchRegsMax > 255 ? 255 : kLaunchRegsMax) / 8 * 8;
+    static_assert(128 * kProducerRegs + kNConsumerThreads * kConsumerRegs <= kNThreads * kLaunchRegs,
+                  "the roles' registers fit the CTA's launch allocation");
+    static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0, "setmaxnreg takes multiples of 8");
     // Ping-pong scheduling of the consumer warpgroups in turn (named barriers 2, 3 and, with
     // three, 4: warpgroup w's turn; 0 is __syncthreads, 1 the consumers' meeting before the
     // epilogue, 7 and 8 skip-softmax's votes without ping-pong).
