@@ -189,8 +189,8 @@ INSTANTIATE_TEST_SUITE_P(Families, SkipSoftmax, ::testing::Values(false, true),
                          });
 
 // The Hopper tile shapes built beside the default (TileShape), forced on problems of every
-// mode and mask they can run: one consumer warpgroup (16-bit D=64, contiguous KV: 64-row
-// tiles; 16-bit D=65-128, paged KV: 64 x 64 tiles), three (D=64, contiguous KV, 16-bit and
+// mode and mask they can run: one consumer warpgroup (D=64, contiguous KV, 16-bit and FP8,
+// and 16-bit D=65-128, paged KV: 64 x 64 tiles), three (D=64, contiguous KV, 16-bit and
 // FP8: 192-row tiles), 256-key tiles (FP8 D=64) and the persistent kernel (D=64 and 128,
 // contiguous and paged KV, unsplit: problems of more tiles than the H200 has SMs, so that CTAs walk several,
 // ragged and empty ones among them; a split launch takes the default tiles); the launch record
