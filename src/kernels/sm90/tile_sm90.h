@@ -80,20 +80,24 @@ struct TileSm90 {
                                    : kNConsumerWarpGroups == 1 && kHeadDim == 64 ? 4
                                    : kHeadDim == 64 || kNConsumerWarpGroups == 1 ? 3
                                                                                   : 2;
-    // setmaxnreg: the producer gives registers to the consumers within the SM's 65536
-    // (128 * 40 + 256 * 232 = 128 * 24 + 256 * 240 = 64512). D=256 holds 128 O registers
-    // a thread and takes the larger share.
-    // FP8: the producer also transposes V (128 * 56 + 256 * 224 = 64512), and P takes half
-    // the registers of 16-bit P (O + S + P: 168 at D=256).
-    // One consumer warpgroup: at D=64, three CTAs an SM, 3 * (128 * 32 + 128 * 128) = 61440
-    // (O 32, S 32 and P 16 registers; at four CTAs an SM the consumer spilled), FP8 56 and 104
-    // (P 8; its producer's V transposes keep their 56); at D=128 (paged
-    // KV), two CTAs an SM, 40 and 216, where the split-KV combine in the kernel made the
-    // producer spill at 32 (the consumer's O 64, S 32 and P 16 leave room). Persistent
-    // (16-bit): the producer walks its tiles in a loop that spills at 40 (128 * 48 + 256 * 224).
-    // Three consumer warpgroups: 128 * 32 + 384 * 160 = 65536 (D=64: O 32, S 64 and P 32); FP8
-    // keeps the producer's 56 for its V transposes (128 * 56 + 384 * 152 = 65536).
-    // 72-byte rows (kRows8): the producer's gathers and K zeroing take 72 (128 * 72 + 256 * 216).
+    // setmaxnreg moves registers within the CTA's launch allocation: __launch_bounds__ gives a
+    // thread at most 65536 / (kNThreads * kMinBlocks) registers (in units of 8, at most 255):
+    // 168 a thread with two consumer warpgroups (a pool of 64512), 128 with three (65536), 128
+    // and 80 with one at two and three CTAs an SM (32768, 20480). A request past the pool waits
+    // in setmaxnreg.inc forever (an FP8 D=256 experiment at 32/240 hung), so the producer takes
+    // kProducerRegs and the consumers the rest of the pool (kConsumerRegs).
+    static constexpr int kLaunchRegsMax = 65536 / (kNThreads * kMinBlocks);
+    static constexpr int kLaunchRegs = (kLaunchRegsMax > 255 ? 255 : kLaunchRegsMax) / 8 * 8;
+    // The producer's share: 40 (16-bit, two consumer warpgroups: consumers 232); 24 at D=256,
+    // whose O holds 128 registers a thread (consumers 240). FP8: the producer also transposes V
+    // (56; consumers 224), and P takes half the registers of 16-bit P (O + S + P: 168 at D=256).
+    // One consumer warpgroup: at D=64 32 (consumer 128: O 32, S 32 and P 16; at four CTAs an SM
+    // the consumer spilled), FP8 56 (104: P 8); at D=128 (paged KV) 40 (216), where the split-KV
+    // combine in the kernel made the producer spill at 32 (the consumer's O 64, S 32 and P 16
+    // leave room). Persistent (16-bit): the producer walks its tiles in a loop that spills at
+    // 40: 48 (consumers 224). Three consumer warpgroups: 32 (160: D=64 O 32, S 64 and P 32); FP8
+    // keeps the producer's 56 for its V transposes (152). 72-byte rows (kRows8): the producer's
+    // gathers and K zeroing take 72 (216).
     static constexpr bool kOneWgPaged = kNConsumerWarpGroups == 1 && kHeadDim == 128;
     static constexpr int kProducerRegs = kRows8                      ? 72
                                          : kFp8                      ? 56
@@ -102,21 +106,8 @@ struct TileSm90 {
                                          : kHeadDim == 256           ? 24
                                          : kPersistent               ? 48
                                                                      : 40;
-    static constexpr int kConsumerRegs = kRows8 || kOneWgPaged                              ? 216
-                                         : kNConsumerWarpGroups == 1                        ? 160 - kProducerRegs
-                                         : kNConsumerWarpGroups == 3                        ? (kFp8 ? 152 : 160)
-                                         : kFp8 || kPersistent                              ? 224
-                                         : kHeadDim == 256                                  ? 240
-                                                                                            : 232;
-    // setmaxnreg moves registers within the CTA's launch allocation: __launch_bounds__ gives a
-    // thread at most 65536 / (kNThreads * kMinBlocks) registers (in units of 8, at most 255),
-    // and a request past that pool waits in setmaxnreg.inc forever (an FP8 D=256 experiment at
-    // 32/240 hung: 128 * 32 + 256 * 240 = 65536 against a pool of 384 * 168 = 64512).
-    static constexpr int kLaunchRegsMax = 65536 / (kNThreads * kMinBlocks);
-    static constexpr int kLaunchRegs = (kLaunchRegsMax > 255 ? 255 : kLaunchRegsMax) / 8 * 8;
-    static_assert(128 * kProducerRegs + kNConsumerThreads * kConsumerRegs <= kNThreads * kLaunchRegs,
-                  "the roles' registers fit the CTA's launch allocation");
-    static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0, "setmaxnreg takes multiples of 8");
+    static constexpr int kConsumerRegs = (kNThreads * kLaunchRegs - 128 * kProducerRegs) / kNConsumerThreads / 8 * 8;
+    static_assert(kProducerRegs % 8 == 0, "setmaxnreg takes multiples of 8");
     // Ping-pong scheduling of the consumer warpgroups in turn (named barriers 2, 3 and, with
     // three, 4: warpgroup w's turn; 0 is __syncthreads, 1 the consumers' meeting before the
     // epilogue, 7 and 8 skip-softmax's votes without ping-pong).
