@@ -115,6 +115,10 @@ TileShape tileShapeFor(FmhaParams const& p) {
     if (p.headDim == 64 && strided && p.skipFactor == 0.0F && threeWarpGroups) return TileShape::kThreeWarpGroups;
     if (p.headDim == 64 && fp8 && !p.causal && p.window == INT32_MAX && p.bidirBegin == nullptr && longestKeys >= 2048)
         return TileShape::kWideKeys;
+    // 16-bit D=256 with 80-key tiles over contiguous KV, every mask, from 2048 keys a sequence: against
+    // 64 keys +4-5% on non-causal 4k and 16k and causal 16k, -12% to -14% at 512 keys
+    // (bench/results/2026-12-03_levers_ab.txt).
+    if (p.headDim == 256 && !fp8 && strided && p.skipFactor == 0.0F && longestKeys >= 2048) return TileShape::kWideKeys;
     // (Contiguous or paged KV; a launch that then splits its keys takes the default tiles.)
     if (persistent) return TileShape::kPersistent;
     return TileShape::kDefault;

@@ -18,7 +18,7 @@ enum class ElementKind : int32_t { kFp16 = 0, kBf16 = 1, kFp8 = 2 };
 // pairs and chosen per problem (heuristics.h: tileShapeFor).
 enum class TileShape : int32_t {
     kDefault = 0,
-    kWideKeys = 1,      // FP8: 256-key tiles at D=64 (192 at D=128)
+    kWideKeys = 1,      // FP8: 256-key tiles at D=64 (192 at D=128); 16-bit D=256: 80-key tiles
     kOneWarpGroup = 2,  // one consumer warpgroup, 64 x 64 tiles: D=64 (three CTAs an SM), paged 16-bit D=128 (two)
     kPersistent = 3,    // D=64/128, unsplit launches: the default tiles, one CTA an SM walking several
     kThreeWarpGroups = 4,  // D=64 (16-bit and FP8): three consumer warpgroups, 192-row tiles

@@ -263,6 +263,19 @@ TEST(TileShapes, ForcedShapesMatchReference) {
         c->spec.dtype = DataType::kFP8;
         cases.push_back({*c, TileShape::kWideKeys, 128, 256});
     }
+    for (DataType dt : {DataType::kHALF, DataType::kBF16}) {
+        std::string const t = dt == DataType::kBF16 ? "bf16" : "fp16";
+        // 16-bit D=256 with 80-key tiles (contiguous KV): lengths on and off the 80-key and
+        // 16-key steps, the causal diagonal across tiles with pack GQA (8/2), a window, ViT.
+        Case causal = edge("widekeys_d256_causal_" + t, Mode::kLlm, 256, {300, 81, 1}, {700, 160, 900}, 8, 2);
+        Case window = edge("widekeys_d256_window_" + t, Mode::kLlm, 256, {250}, {1000}, 4, 4);
+        window.spec.window = 170;
+        Case vit = edge("widekeys_d256_vit_" + t, Mode::kVit, 256, {1, 79, 80, 0, 417}, {1, 79, 80, 0, 417}, 4, 4);
+        for (Case* c : {&causal, &window, &vit}) {
+            c->spec.dtype = dt;
+            cases.push_back({*c, TileShape::kWideKeys, 128, 80});
+        }
+    }
     for (DataType dt : {DataType::kHALF, DataType::kBF16, DataType::kFP8}) {
         std::string const t = dt == DataType::kBF16 ? "bf16" : dt == DataType::kFP8 ? "fp8" : "fp16";
         // 8 sequences x 16 heads x up to 5 row tiles: CTAs walk several, many of them past a short sequence.

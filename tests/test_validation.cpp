@@ -1293,8 +1293,32 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
         fmha::FmhaRunner const llm16k(16, 16, d, 1, 16384, 16384);
         EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm16k, l)), fmha::TileShape::kDefault);
     }
-    fmha::FmhaRunner const llm256(8, 8, 256, 4, 4096, 4096);  // no persistent kernel at D=256
-    EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm256, fmha::LlmArgs{})), fmha::TileShape::kDefault);
+    // D=256 (no persistent kernel): 16-bit over contiguous KV from 2048 keys a sequence, 80-key
+    // tiles (kWideKeys); FP8, skip-softmax, paged KV and shorter sequences the default tiles.
+    for (int keys : {512, 1024, 2048, 4096, 16384}) {
+        fmha::FmhaRunner const llm256(8, 8, 256, 1, keys, keys);
+        fmha::LlmArgs l;
+        fmha::TileShape const wide = keys >= 2048 ? fmha::TileShape::kWideKeys : fmha::TileShape::kDefault;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm256, l)), wide);
+        l.slidingWindowSize = 300;  // every mask
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm256, l)), wide);
+        l.inputType = fmha::DataType::kBF16;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm256, l)), wide);
+        l.inputType = fmha::DataType::kFP8;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm256, l)), fmha::TileShape::kDefault);
+        l.inputType = fmha::DataType::kHALF;
+        l.skipSoftmaxScaleFactor = 1.0F;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm256, l)), fmha::TileShape::kDefault);
+        fmha::PagedArgs a;
+        a.tokensPerPage = 64;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm256, a)), fmha::TileShape::kDefault);
+        fmha::FmhaRunner const vit256(8, 8, 256, 4, 0, 0);
+        fmha::VitArgs v;
+        v.batchSize = 4;
+        v.maxSeqLen = keys;
+        v.totalSeqLen = 4 * keys;
+        EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(vit256, v)), wide);
+    }
     fmha::detail::setTileShape(previous);
 }
 

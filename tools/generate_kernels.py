@@ -52,6 +52,8 @@ SM90_SHAPES = {
     ("kFp16", 128): [("kPersistent", ["kStrided", "kPaged"]), ("kOneWarpGroup", ["kPaged"])],
     ("kBf16", 128): [("kPersistent", ["kStrided", "kPaged"]), ("kOneWarpGroup", ["kPaged"])],
     ("kFp8", 128): [("kPersistent", ["kStrided", "kPaged"])],
+    ("kFp16", 256): [("kWideKeys", ["kStrided"])],
+    ("kBf16", 256): [("kWideKeys", ["kStrided"])],
     **{(e, d): [("kPersistent", ["kStrided", "kPaged"])] for e in ("kFp16", "kBf16", "kFp8") for d in SM90_TRIMMED_DIMS},
 }
 SHAPE_SUFFIX = {"kOneWarpGroup": "_onewg", "kWideKeys": "_widekeys", "kPersistent": "_persistent",

@@ -21,8 +21,9 @@ struct TileSm90 {
     static constexpr bool kFp8 = kElemBytes == 1;
     static constexpr bool kRows8 = kRows8_;
     static_assert(!kRows8 || (kFp8 && kHeadDim == 128 && kShape != TileShape::kWideKeys), "72-byte rows: FP8, D=128 tiles");
-    static_assert(kShape != TileShape::kWideKeys || (kFp8 && (kHeadDim == 64 || kHeadDim == 128)),
-                  "wide key tiles: FP8 at D=64 and 128");
+    static_assert(kShape != TileShape::kWideKeys || (kFp8 && (kHeadDim == 64 || kHeadDim == 128)) ||
+                      (!kFp8 && kHeadDim == 256),
+                  "wide key tiles: FP8 at D=64 and 128, 16-bit at D=256");
     static_assert(kShape != TileShape::kOneWarpGroup || kHeadDim == 64 || (!kFp8 && kHeadDim == 128),
                   "one consumer warpgroup: D=64, and 16-bit D=128");
     static_assert(kShape != TileShape::kThreeWarpGroups || kHeadDim == 64, "three consumer warpgroups: D=64");
@@ -60,14 +61,19 @@ struct TileSm90 {
     // D=128 gained 0.5-2% at 8k and lost 9-18% at S = 512 and 1024 (512 / 192 tiles round up)
     // and 1-3% at 4k, so only D=64 builds it (bench/results/2026-12-01_branches_ab.txt,
     // 2026-12-01_fp8-d128-keys_ab.txt).
+    // kWideKeys (16-bit D=256): 80 keys (S 40 + O 128 + P 20 registers of the consumers' 240;
+    // Q 64 KB and two 80 KB stages, 225 KB): against 64 keys +4-5% on ViT 4k and 16k and causal
+    // 16k, -12% to -14% at S = 512, where 512 / 80 tiles round up
+    // (bench/results/2026-12-03_levers_ab.txt).
     // One consumer warpgroup: 64-key tiles, so that Q and the stages fit two CTAs an SM at
     // D=128 and three at D=64 (whose S takes 32 registers a thread instead of 64).
-    static constexpr int kBlockN = kShape == TileShape::kWideKeys ? (kHeadDim == 64 ? 256 : 192)
+    static constexpr int kBlockN = kShape == TileShape::kWideKeys ? (kHeadDim == 64 ? 256 : kHeadDim == 256 ? 80 : 192)
                                    : kNConsumerWarpGroups == 1   ? 64
                                    : kHeadDim <= 128             ? 128
                                                                  : 64;
-    static_assert(kBlockN % 64 == 0 && kBlockN <= 256, "whole 64-key V^T blocks, a wgmma N");
-    // Paged TMA boxes: at most a page, and a power of two dividing the tile (64 at 192 keys).
+    // FP8 transposes V in 64-key blocks; 16-bit P.V reads V's rows 16 keys a k-step.
+    static_assert((kFp8 ? kBlockN % 64 == 0 : kBlockN % 16 == 0) && kBlockN <= 256, "whole V^T blocks or k-steps, a wgmma N");
+    // Paged TMA boxes: at most a page, and a power of two dividing the tile (64 at 192 keys, 16 at 80).
     static constexpr int kBoxRowsMax = kBlockN & -kBlockN;
     // K/V stages, each a K and a V tile with their own barriers: Q + stages fill 112 KB
     // (D=64, 3 stages), 160 KB (D=128, 2) and 192 KB (D=256, 2) of the 227 KB. FP8 tiles take
