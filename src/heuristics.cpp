@@ -115,10 +115,11 @@ TileShape tileShapeFor(FmhaParams const& p) {
     if (p.headDim == 64 && strided && p.skipFactor == 0.0F && threeWarpGroups) return TileShape::kThreeWarpGroups;
     if (p.headDim == 64 && fp8 && !p.causal && p.window == INT32_MAX && p.bidirBegin == nullptr && longestKeys >= 2048)
         return TileShape::kWideKeys;
-    // 16-bit D=256 with 80-key tiles over contiguous KV, every mask, from 2048 keys a sequence: against
-    // 64 keys +4-5% on non-causal 4k and 16k and causal 16k, -12% to -14% at 512 keys
+    // 16-bit D=256 with 80-key tiles over contiguous KV, every mask, from 4096 keys a sequence:
+    // against 64 keys non-causal +4-6% at 4k and 16k, causal +5% at 16k and even at 4k (-3.6% to
+    // +4.9% over four A/Bs); 1024 and 1536 keys -2% to -5%, 2048 -3% to +1%, 512 -12% to -14%
     // (bench/results/2026-12-03_levers_ab.txt).
-    if (p.headDim == 256 && !fp8 && strided && p.skipFactor == 0.0F && longestKeys >= 2048) return TileShape::kWideKeys;
+    if (p.headDim == 256 && !fp8 && strided && p.skipFactor == 0.0F && longestKeys >= 4096) return TileShape::kWideKeys;
     // (Contiguous or paged KV; a launch that then splits its keys takes the default tiles.)
     if (persistent) return TileShape::kPersistent;
     return TileShape::kDefault;

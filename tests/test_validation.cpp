@@ -1293,12 +1293,12 @@ TEST(TileShapeChoice, LongestSequenceDecides) {
         fmha::FmhaRunner const llm16k(16, 16, d, 1, 16384, 16384);
         EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm16k, l)), fmha::TileShape::kDefault);
     }
-    // D=256 (no persistent kernel): 16-bit over contiguous KV from 2048 keys a sequence, 80-key
+    // D=256 (no persistent kernel): 16-bit over contiguous KV from 4096 keys a sequence, 80-key
     // tiles (kWideKeys); FP8, skip-softmax, paged KV and shorter sequences the default tiles.
-    for (int keys : {512, 1024, 2048, 4096, 16384}) {
+    for (int keys : {512, 2048, 4095, 4096, 16384}) {
         fmha::FmhaRunner const llm256(8, 8, 256, 1, keys, keys);
         fmha::LlmArgs l;
-        fmha::TileShape const wide = keys >= 2048 ? fmha::TileShape::kWideKeys : fmha::TileShape::kDefault;
+        fmha::TileShape const wide = keys >= 4096 ? fmha::TileShape::kWideKeys : fmha::TileShape::kDefault;
         EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm256, l)), wide);
         l.slidingWindowSize = 300;  // every mask
         EXPECT_EQ(fmha::detail::tileShapeFor(fmha::detail::paramsFor(llm256, l)), wide);
