@@ -203,9 +203,17 @@ int32_t splitParts(FmhaParams const& p, KernelOps const& ops, int smCount, int s
     };
     double best = 0.0;
     for (int64_t s = 1; s <= most; ++s) best = std::max(best, fill(s));
-    for (int64_t s = 1; s <= most; ++s)
-        if (fill(s) >= 0.85 * best) return static_cast<int32_t>(s);
-    return 1;
+    int64_t s = 1;
+    while (s < most && fill(s) < 0.85 * best) ++s;
+    if (fill(s) < 0.85 * best) return 1;
+    // One CTA an SM and the parts in one wave of at most 16: as many more parts as the wave
+    // still holds, up to the 16 the merge loads together. One sequence, 8 KV heads, 16 parts
+    // against 15 (14 at 8k): +7% at 8k, +1-2% at 32k (pages of 128 and 256, 1 and 4 queries),
+    // +6% over pages of 16, +0.6% at 128k; past 16 parts (4 KV heads) 33 against 29 ran 5%
+    // slower, so counts above 16 stay as chosen (bench/results/2026-12-03_decode-parts.txt).
+    if (resident == 1 && s < 16 && s * ctas <= slots)
+        while (s < std::min<int64_t>(most, 16) && (s + 1) * ctas <= slots) ++s;
+    return static_cast<int32_t>(s);
 }
 
 int64_t splitRowsBound(KernelOps const& ops, int smCount, int smemPerBlock) {
