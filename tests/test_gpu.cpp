@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <utility>
 
@@ -205,16 +206,19 @@ TEST(TileShapes, ForcedShapesMatchReference) {
         bool persistent = false;
     };
     std::vector<ShapeCase> cases;
+    auto add = [&](std::initializer_list<Case*> cs, DataType dt, TileShape shape, int blockM, int blockN) {
+        for (Case* c : cs) {
+            c->spec.dtype = dt;
+            cases.push_back({*c, shape, blockM, blockN});
+        }
+    };
     for (DataType dt : {DataType::kHALF, DataType::kBF16, DataType::kFP8}) {
         std::string const t = dt == DataType::kBF16 ? "bf16" : dt == DataType::kFP8 ? "fp8" : "fp16";
         Case causal = edge("llm_causal_" + t, Mode::kLlm, 64, {300, 300}, {700, 333}, 8, 2);
         Case window = edge("llm_window_" + t, Mode::kLlm, 64, {500}, {900}, 4, 4);
         window.spec.window = 200;
         Case vit = edge("vit_" + t, Mode::kVit, 64, {1, 65, 200, 0, 513}, {1, 65, 200, 0, 513}, 4, 4);
-        for (Case* c : {&causal, &window, &vit}) {
-            c->spec.dtype = dt;
-            cases.push_back({*c, TileShape::kOneWarpGroup, 64, 64});
-        }
+        add({&causal, &window, &vit}, dt, TileShape::kOneWarpGroup, 64, 64);
         // Three consumer warpgroups (192-row tiles, contiguous KV): the causal diagonal across
         // three key tiles, pack GQA of 4 and 64 heads (48 and 3 query positions a tile), 128
         // heads a KV head (192 rows hold no whole group of them: unpacked); FP8 too.
@@ -224,10 +228,7 @@ TEST(TileShapes, ForcedShapesMatchReference) {
         Case vit3 = edge("threewg_vit_" + t, Mode::kVit, 64, {1, 191, 192, 0, 577}, {1, 191, 192, 0, 577}, 4, 4);
         Case wide3 = edge("threewg_pack64_" + t, Mode::kLlm, 64, {7, 3}, {300, 200}, 64, 1);
         Case unpacked3 = edge("threewg_group128_" + t, Mode::kLlm, 64, {5}, {300}, 128, 1);
-        for (Case* c : {&causal3, &window3, &vit3, &wide3, &unpacked3}) {
-            c->spec.dtype = dt;
-            cases.push_back({*c, TileShape::kThreeWarpGroups, 192, 128});
-        }
+        add({&causal3, &window3, &vit3, &wide3, &unpacked3}, dt, TileShape::kThreeWarpGroups, 192, 128);
     }
     for (DataType dt : {DataType::kHALF, DataType::kBF16}) {
         std::string const t = dt == DataType::kBF16 ? "bf16" : "fp16";
@@ -246,10 +247,7 @@ TEST(TileShapes, ForcedShapesMatchReference) {
         Case rows = edge("onewg_paged_rows_" + t, Mode::kPaged, 128, {150, 70}, {400, 700}, 4, 2);
         rows.spec.pageSize = 16;
         Case ragged = edge("onewg_ragged_d80_" + t, Mode::kPagedRagged, 80, {1, 8, 0, 3}, {300, 700, 50, 1200}, 16, 4);
-        for (Case* c : {&decode, &chunk, &window, &rows, &ragged}) {
-            c->spec.dtype = dt;
-            cases.push_back({*c, TileShape::kOneWarpGroup, 64, 64});
-        }
+        add({&decode, &chunk, &window, &rows, &ragged}, dt, TileShape::kOneWarpGroup, 64, 64);
     }
     Case llm8 = edge("llm_fp8_noncausal", Mode::kLlm, 64, {200, 77}, {2500, 900}, 8, 2);
     llm8.spec.causal = false;
@@ -259,10 +257,7 @@ TEST(TileShapes, ForcedShapesMatchReference) {
     paged8.spec.window = 400;
     paged8.spec.pageSize = 16;
     Case ragged8 = edge("ragged_fp8", Mode::kPagedRagged, 64, {1, 40, 0, 90}, {300, 700, 50, 1200}, 8, 4);
-    for (Case* c : {&llm8, &causal8, &vit8, &paged8, &ragged8}) {
-        c->spec.dtype = DataType::kFP8;
-        cases.push_back({*c, TileShape::kWideKeys, 128, 256});
-    }
+    add({&llm8, &causal8, &vit8, &paged8, &ragged8}, DataType::kFP8, TileShape::kWideKeys, 128, 256);
     for (DataType dt : {DataType::kHALF, DataType::kBF16}) {
         std::string const t = dt == DataType::kBF16 ? "bf16" : "fp16";
         // 16-bit D=256 with 80-key tiles (contiguous KV): lengths on and off the 80-key and
@@ -271,10 +266,7 @@ TEST(TileShapes, ForcedShapesMatchReference) {
         Case window = edge("widekeys_d256_window_" + t, Mode::kLlm, 256, {250}, {1000}, 4, 4);
         window.spec.window = 170;
         Case vit = edge("widekeys_d256_vit_" + t, Mode::kVit, 256, {1, 79, 80, 0, 417}, {1, 79, 80, 0, 417}, 4, 4);
-        for (Case* c : {&causal, &window, &vit}) {
-            c->spec.dtype = dt;
-            cases.push_back({*c, TileShape::kWideKeys, 128, 80});
-        }
+        add({&causal, &window, &vit}, dt, TileShape::kWideKeys, 128, 80);
     }
     for (DataType dt : {DataType::kHALF, DataType::kBF16, DataType::kFP8}) {
         std::string const t = dt == DataType::kBF16 ? "bf16" : dt == DataType::kFP8 ? "fp8" : "fp16";
