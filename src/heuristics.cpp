@@ -211,7 +211,7 @@ int32_t splitParts(FmhaParams const& p, KernelOps const& ops, int smCount, int s
     // against 15 (14 at 8k): +7% at 8k, +1-2% at 32k (pages of 128 and 256, 1 and 4 queries),
     // +6% over pages of 16, +0.6% at 128k; past 16 parts (4 KV heads) 33 against 29 ran 5%
     // slower, so counts above 16 stay as chosen (bench/results/2026-12-03_decode-parts.txt).
-    if (resident == 1 && s < 16 && s * ctas <= slots)
+    if (resident == 1)
         while (s < std::min<int64_t>(most, 16) && (s + 1) * ctas <= slots) ++s;
     return static_cast<int32_t>(s);
 }

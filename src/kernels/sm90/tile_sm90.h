@@ -54,7 +54,7 @@ struct TileSm90 {
     static constexpr int kBlockM = 64 * kNConsumerWarpGroups;
     // Keys per tile. A consumer thread holds O (kHeadDim/2 FP32), the next S (kBlockN/2) and
     // this P (kBlockN/4 packed) at once: 160 registers at D=128 with 128 keys; at D=256, O
-    // alone takes 128, so 64-key tiles keep the thread inside its 232.
+    // alone takes 128, so the default tiles take 64 keys (kWideKeys 80) within its 240.
     // kWideKeys (FP8): 256 keys at D=64 (S 128 + O 32 + P 32 registers, four stages) and 192 at
     // D=128 (S 96 + O 64 + P 24, two stages). Against 128 keys, 256 at D=64 gained 4-5% on
     // non-causal 4k rows but adds a fifth of the key work of a causal S = 512 tile set; 192 at
