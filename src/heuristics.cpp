@@ -50,9 +50,13 @@ int tileShapeSetting() {
 std::atomic<int> gSplitMerge{-2};
 int splitMergeSetting() { return envChoice(gSplitMerge, "FMHA_SPLIT_MERGE", {"combine", "kernel"}); }
 
+std::atomic<int> gDependentLaunch{-2};
+
 }  // namespace
 
 unsigned long long* setSkipStats(unsigned long long* counters) { return gSkipStats.exchange(counters); }
+
+bool dependentLaunch() { return envChoice(gDependentLaunch, "FMHA_DEPENDENT_LAUNCH", {"0", "1"}) != 0; }
 
 int setTileShape(int shape) {
     int const previous = tileShapeSetting();

@@ -459,6 +459,79 @@ TEST(Capture, RunIsCapturablePreflightIsNot) {
     cudaStreamDestroy(stream);
 }
 
+// The Hopper family's kernels are launched as programmatic dependents of the kernel before them
+// on the stream (detail::dependentLaunch): their blocks may be resident before it ends, and
+// wait for it before touching memory. Here a run's Q is the output of the run before it: the
+// first is long (one sequence of 16k causal queries on one head, 128 CTAs on the SMs at once;
+// its last 64 rows, the second run's Q, come from the CTA with the most keys) and its output
+// starts as NaN, so a second run that read its Q before the first had finished, or wrote
+// before it, would not match the reference of the first run's final output.
+TEST(Launch, RunWaitsForTheKernelBeforeIt) {
+    FMHA_REQUIRE_GPU();
+    constexpr int kLongQ = 16384, kD = 128, kRowsB = 64;
+    harness::ProblemSpec sa;
+    sa.mode = Mode::kLlm;
+    sa.numQHeads = sa.numKVHeads = 1;
+    sa.headDim = kD;
+    sa.lq = {kLongQ};
+    sa.lk = {kLongQ};
+    sa.seed = runSeed() ^ 0x51;
+    harness::ProblemSpec sb = sa;
+    sb.lq = {kRowsB};
+    sb.lk = {700};
+    sb.withLse = false;
+    sb.seed = runSeed() ^ 0x52;
+    harness::HostProblem const pa = harness::makeProblem(sa);
+    harness::HostProblem pb = harness::makeProblem(sb);
+    size_t const rowBytes = static_cast<size_t>(kD) * 2;
+    ASSERT_EQ(pb.q.size(), kRowsB * rowBytes);
+    DeviceMemory qa(pa.q.size()), kva(pa.k.size()), oa(pa.oElems * 2), cua(pa.cuKV.size() * 4);
+    DeviceMemory kvb(pb.k.size()), ob(pb.oElems * 2), cub(pb.cuKV.size() * 4);
+    ASSERT_TRUE(qa.get() && kva.get() && oa.get() && cua.get() && kvb.get() && ob.get() && cub.get());
+    cudaMemcpy(qa.get(), pa.q.data(), pa.q.size(), cudaMemcpyHostToDevice);
+    cudaMemcpy(kva.get(), pa.k.data(), pa.k.size(), cudaMemcpyHostToDevice);
+    cudaMemcpy(cua.get(), pa.cuKV.data(), pa.cuKV.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(kvb.get(), pb.k.data(), pb.k.size(), cudaMemcpyHostToDevice);
+    cudaMemcpy(cub.get(), pb.cuKV.data(), pb.cuKV.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemset(oa.get(), 0xFF, pa.oElems * 2);  // NaN
+    cudaMemset(ob.get(), 0xFF, pb.oElems * 2);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    FmhaRunner ra(1, 1, kD, 1, kLongQ, pa.shape.kvCacheCapacity), rb(1, 1, kD, 1, kRowsB, pb.shape.kvCacheCapacity);
+    cudaStream_t stream;
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    ASSERT_TRUE(ra.preflightLlm(stream) && rb.preflightLlm(stream)) << lastError();
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    LlmArgs a;
+    a.q = qa.get();
+    a.kv = kva.get();
+    a.o = oa.get();
+    a.cuKVSeqLens = cua.as<int32_t>();
+    a.stream = stream;
+    a.attentionScale = 1.0F / std::sqrt(static_cast<float>(kD));
+    LlmArgs b = a;
+    b.q = oa.as<unsigned char>() + (kLongQ - kRowsB) * rowBytes;  // the first run's last rows
+    b.kv = kvb.get();
+    b.o = ob.get();
+    b.cuKVSeqLens = cub.as<int32_t>();
+    LaunchRecord recA, recB;
+    ASSERT_TRUE(ra.run(a, &recA)) << lastError();
+    ASSERT_TRUE(rb.run(b, &recB)) << lastError();
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    cudaMemcpy(pb.q.data(), b.q, pb.q.size(), cudaMemcpyDeviceToHost);
+    harness::GpuResult gpu;
+    gpu.o.resize(static_cast<size_t>(pb.oElems));
+    cudaMemcpy(gpu.o.data(), ob.get(), gpu.o.size() * 2, cudaMemcpyDeviceToHost);
+    gpu.family = recB.family;
+    cudaStreamDestroy(stream);
+    for (size_t i = 0; i < pb.q.size(); i += 2)
+        ASSERT_NE(pb.q[i + 1] & 0x7C, 0x7C) << "the first run left row " << kLongQ - kRowsB + i / rowBytes << " unwritten";
+    std::string err;
+    ref::Result exact, lowp;
+    ASSERT_TRUE(references(pb, gpu.family, &exact, &lowp, &err)) << err;
+    harness::Verdict const v = harness::compare(pb, gpu, exact, lowp);
+    EXPECT_TRUE(v.pass) << "[" << recA.family << " then " << recB.family << "]: " << v.detail;
+}
+
 class SplitKv : public ::testing::TestWithParam<Case> {};
 
 // Forced part counts, in each family: the reference's answer, from as many parts as asked.

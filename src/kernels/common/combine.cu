@@ -5,6 +5,7 @@
 
 #include "kernels/common/combine_row.cuh"
 #include "kernels/common/elem.cuh"
+#include "kernels/common/launch.h"
 #include "kernels/common/seqlen.cuh"
 
 namespace fmha {
@@ -45,17 +46,7 @@ cudaError_t launchCombine(FmhaParams const& p, cudaStream_t stream, bool depende
                              ? reinterpret_cast<void const*>(&combineSplits<ElementKind::kBf16>)
                              : reinterpret_cast<void const*>(&combineSplits<ElementKind::kFp16>);
     void* args[] = {const_cast<FmhaParams*>(&p)};
-    if (!dependent) return cudaLaunchKernel(kernel, grid, dim3(kCombineWarps * 32), args, 0, stream);
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = grid;
-    config.blockDim = dim3(kCombineWarps * 32);
-    config.stream = stream;
-    config.attrs = &attr;
-    config.numAttrs = 1;
-    return cudaLaunchKernelExC(&config, kernel, args);
+    return launchKernel(kernel, grid, dim3(kCombineWarps * 32), 0, stream, args, dependent);
 }
 
 }  // namespace fmha

@@ -222,8 +222,11 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     __shared__ uint32_t sDrops[Tile::kNConsumerWarpGroups][2];
     __shared__ int sLast[1];  // split-KV: this CTA is its row tile's last part (combineIfLast)
 
-    // A split-KV combine launched after this kernel as its programmatic dependent may be
-    // scheduled from now on (it waits for this grid's completion before reading).
+    // Launched as a programmatic dependent (detail::dependentLaunch), this block may run before
+    // the kernel ahead of it on the stream has finished: nothing global is read or written
+    // before that kernel's completion. Then a kernel launched after this one as its dependent
+    // (the split-KV combine, the next call) may be scheduled (it waits likewise).
+    asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     int const tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     // Highest query tiles (most keys) first; grid.x holds the row tiles of each split-KV part in turn.
@@ -350,6 +353,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     uint64_t* vtBar = reinterpret_cast<uint64_t*>(sO + Tile::kBytesO);
     __shared__ PipelineSm90<Tile::kStages, Tile::kQBuffers> pipe;
 
+    asm volatile("griddepcontrol.wait;" ::: "memory");  // as in fwdKernelSm90
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     int const tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     if (tid == 0) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "heuristics.h"
+#include "kernels/common/launch.h"
 #include "kernels/sm90/fwd_kernel_sm90.cuh"
 #include "kernels/sm90/launch_sm90.h"
 
@@ -38,7 +40,7 @@ cudaError_t launchPersistent(void const* kernel, FmhaParams p, TmaDescs& tma, cu
     PersistentTiles tiles(p, Tile::kBlockM);
     dim3 const grid(static_cast<unsigned>(std::clamp(tiles.items, 1, std::max(sms, 1))));
     void* args[] = {&p, &tma, &tiles};
-    return cudaLaunchKernel(kernel, grid, dim3(Tile::kNThreads), args, Tile::kSmemBytes, stream);
+    return launchKernel(kernel, grid, dim3(Tile::kNThreads), Tile::kSmemBytes, stream, args, detail::dependentLaunch());
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
@@ -56,7 +58,8 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::launch(FmhaParams c
                         static_cast<unsigned>(p.numQHeads >> p.packLog2), static_cast<unsigned>(p.batch));
         // This launch's error alone (see KernelSm80::launch).
         void* args[] = {const_cast<FmhaParams*>(&p), &tma};
-        return cudaLaunchKernel(kernel, grid, dim3(Tile::kNThreads), args, Tile::kSmemBytes, stream);
+        return launchKernel(kernel, grid, dim3(Tile::kNThreads), Tile::kSmemBytes, stream, args,
+                            detail::dependentLaunch());
     }
 }
 
