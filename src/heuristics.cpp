@@ -56,10 +56,7 @@ std::atomic<int> gDependentLaunch{-2};
 
 unsigned long long* setSkipStats(unsigned long long* counters) { return gSkipStats.exchange(counters); }
 
-bool dependentLaunch(bool persistent) {
-    int const setting = envChoice(gDependentLaunch, "FMHA_DEPENDENT_LAUNCH", {"0", "1", "plain-persistent"});
-    return setting != 0 && !(setting == 2 && persistent);
-}
+bool dependentLaunch() { return envChoice(gDependentLaunch, "FMHA_DEPENDENT_LAUNCH", {"0", "1"}) != 0; }
 
 int setTileShape(int shape) {
     int const previous = tileShapeSetting();

@@ -18,12 +18,11 @@ int setPackGqa(int mode);
 // default); returns the previous pointer.
 unsigned long long* setSkipStats(unsigned long long* counters);
 
-// Whether a Hopper kernel (persistent: the persistent one) is launched as the programmatic
-// dependent of the kernel before it on the stream (kernels/common/launch.h: its blocks are
-// scheduled while that kernel's last blocks run, and wait for it before touching memory):
-// yes. FMHA_DEPENDENT_LAUNCH=0 in the environment: never; =plain-persistent: all but the
-// persistent kernel (measurement).
-bool dependentLaunch(bool persistent);
+// Whether the Hopper family's kernels are launched as programmatic dependents of the kernel
+// before them on the stream (kernels/common/launch.h: their blocks are scheduled while that
+// kernel's last blocks run, and wait for it before touching memory): yes, unless
+// FMHA_DEPENDENT_LAUNCH=0 in the environment (measurement).
+bool dependentLaunch();
 
 // The Hopper tile shape for p (filled params; the shapes built: dispatch.h): the default, or
 // one that measured faster on problems like p. FMHA_TILE_SHAPE=default / wide-keys /

@@ -40,8 +40,7 @@ cudaError_t launchPersistent(void const* kernel, FmhaParams p, TmaDescs& tma, cu
     PersistentTiles tiles(p, Tile::kBlockM);
     dim3 const grid(static_cast<unsigned>(std::clamp(tiles.items, 1, std::max(sms, 1))));
     void* args[] = {&p, &tma, &tiles};
-    return launchKernel(kernel, grid, dim3(Tile::kNThreads), Tile::kSmemBytes, stream, args,
-                        detail::dependentLaunch(true));
+    return launchKernel(kernel, grid, dim3(Tile::kNThreads), Tile::kSmemBytes, stream, args, detail::dependentLaunch());
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
@@ -60,7 +59,7 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::launch(FmhaParams c
         // This launch's error alone (see KernelSm80::launch).
         void* args[] = {const_cast<FmhaParams*>(&p), &tma};
         return launchKernel(kernel, grid, dim3(Tile::kNThreads), Tile::kSmemBytes, stream, args,
-                            detail::dependentLaunch(false));
+                            detail::dependentLaunch());
     }
 }
 
