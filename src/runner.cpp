@@ -164,8 +164,6 @@ bool checkVariant(Common const& c, bool checkScales) {
     if (!std::isfinite(c.skip) || c.skip < 0.0F)
         return fail(cat(mode, ": skipSoftmaxScaleFactor (", c.skip, ") must be finite and >= 0 (0 disables it)"));
     if (c.skip > 0.0F) {
-        if (c.inputType == DataType::kFP8)
-            return fail(cat(mode, ": skip-softmax supports FP16 and BF16 input (got ", dataTypeName(c.inputType), ")"));
         if (!c.causal) return fail(cat(mode, ": skip-softmax needs the causal mask"));
         if (c.window != INT_MAX) return fail(cat(mode, ": skip-softmax does not combine with a sliding window"));
         if (c.bidirectional) return fail(cat(mode, ": skip-softmax does not combine with bidirectional blocks"));

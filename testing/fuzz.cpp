@@ -124,11 +124,12 @@ ProblemSpec randomSpec(Rng& r, FuzzFilter const& f) {
     // One case in five goes through the C API's struct functions (which carry every option);
     // drawn from the seed, so that the problems stay those of earlier versions of the generator.
     s.cApi = splitmix(s.seed ^ 0xC0FFEEULL) % 5 == 0;
-    // BF16 takes skip-softmax as FP16 does (three cases in ten where the mask allows it), drawn
-    // from the seed for the same reason.
+    // BF16 and FP8 take skip-softmax as FP16 does (three cases in ten where the mask allows
+    // it), drawn from the seed for the same reason.
     uint64_t const skipDraw = splitmix(s.seed ^ 0x5C1BULL);
-    if ((s.mode == Mode::kLlm || s.mode == Mode::kPaged) && s.dtype == DataType::kBF16 && s.causal && !windowed &&
-        !s.bidirectional && skipDraw % 10 < 3)
+    if ((s.mode == Mode::kLlm || s.mode == Mode::kPaged) &&
+        (s.dtype == DataType::kBF16 || s.dtype == DataType::kFP8) && s.causal && !windowed && !s.bidirectional &&
+        skipDraw % 10 < 3)
         s.skip = std::array<float, 3>{1e-3F, 0.01F, 0.1F}[skipDraw / 10 % 3];
     // One case in three forces the Hopper persistent kernel, one in six another tile shape
     // (where not built for the case, the default tiles run), also from the seed.

@@ -135,7 +135,8 @@ namespace {
 // 96 at 0.55). Dim kEmbed marks the heavy-hitter keys (the first 64 and
 // three random blocks of 64: +100 for every query); the other dims are noise in [-1, 1]
 // (score noise of std 2.6 at D=128). A query's segment is that of its own key position
-// (bottom-right aligned).
+// (bottom-right aligned). FP8: Q and K take the scale kAmp / 224, so that the largest value is
+// stored as 224 (E4M3 keeps 4 significant bits: scores within a few percent of the above).
 void structureScores(HostProblem& p, std::mt19937_64& rng) {
     constexpr int kEmbed = 64, kBlock = 64;
     int const segment = std::max(1, p.spec.structuredSegment);
@@ -146,6 +147,8 @@ void structureScores(HostProblem& p, std::mt19937_64& rng) {
     int32_t const B = static_cast<int32_t>(s.lk.size()), Hq = s.numQHeads, Hkv = s.numKVHeads, D = s.headDim;
     int32_t const sq = p.shape.seqLenQ, cap = p.shape.kvCacheCapacity;
     if (D <= kEmbed) return;
+    if (t == DataType::kFP8) p.qScale = p.kScale = kAmp / 224.0F;
+    float const qInv = 1.0F / p.qScale, kInv = 1.0F / p.kScale;  // (1 in 16-bit)
     // The first element of K row j of (sequence b, KV head h): the cache, or the pool's page.
     auto kRow = [&](int32_t b, int32_t h, int32_t j) -> int64_t {
         if (s.mode == Mode::kLlm) return ((int64_t{b} * 2 * Hkv + h) * cap + j) * D;
@@ -172,7 +175,7 @@ void structureScores(HostProblem& p, std::mt19937_64& rng) {
                 float x = d == seg ? kAmp : 0.0F;
                 if (d == kEmbed) x = heavy[static_cast<size_t>(j)] ? kHeavy : 0.0F;
                 if (d > kEmbed) x = uniformAt(kNoise, base + d, 1.0F);
-                store(p.k, base + d, x, t);
+                store(p.k, base + d, x * kInv, t);
             }
         });
         parallelFor(int64_t{sq} * Hq, [&](int64_t u) {
@@ -185,7 +188,7 @@ void structureScores(HostProblem& p, std::mt19937_64& rng) {
                 if (seg > 0 && d == (seg - 1) % kEmbed) x = kAmp * kPrev * norm;
                 if (d == kEmbed) x = kHeavy;
                 if (d > kEmbed) x = uniformAt(qNoise, base + d, 1.0F);
-                store(p.q, base + d, x, t);
+                store(p.q, base + d, x * qInv, t);
             }
         });
     }
@@ -309,7 +312,7 @@ HostProblem makeProblem(ProblemSpec const& specIn) {
             }
         }
     }
-    if (spec.structured && (spec.mode == Mode::kLlm || spec.mode == Mode::kPaged) && !fp8) structureScores(p, rng);
+    if (spec.structured && (spec.mode == Mode::kLlm || spec.mode == Mode::kPaged)) structureScores(p, rng);
     return p;
 }
 

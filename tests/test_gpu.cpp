@@ -113,8 +113,15 @@ harness::ProblemSpec skipSpec(Mode mode, DataType dtype, float skip, std::vector
 }
 
 // Skip-softmax in each family (the Hopper family's skip variant on sm_90, the portable one
-// forced), against the dense run of the same family, in FP16 and BF16.
+// forced), against the dense run of the same family, in FP16, BF16 and FP8 (FP16 output).
 class SkipSoftmax : public ::testing::TestWithParam<bool> {};
+
+std::vector<std::pair<Mode, DataType>> skipDtypeCases() {
+    std::vector<std::pair<Mode, DataType>> cases;
+    for (DataType dtype : {DataType::kHALF, DataType::kBF16, DataType::kFP8})
+        for (Mode mode : {Mode::kLlm, Mode::kPaged}) cases.emplace_back(mode, dtype);
+    return cases;
+}
 
 // A factor so small that no tile can qualify runs the skip path but must not move a bit; on
 // the Hopper family the kernel's counters show tiles visited and none dropped. The lengths
@@ -124,9 +131,8 @@ class SkipSoftmax : public ::testing::TestWithParam<bool> {};
 TEST_P(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
     FMHA_REQUIRE_GPU();
     ScopedFamily const family(/*portable=*/GetParam());
-    for (auto [mode, dtype] : {std::pair{Mode::kLlm, DataType::kHALF}, std::pair{Mode::kPaged, DataType::kHALF},
-                               std::pair{Mode::kLlm, DataType::kBF16}, std::pair{Mode::kPaged, DataType::kBF16}}) {
-        SCOPED_TRACE(dtype == DataType::kBF16 ? "bf16" : "fp16");
+    for (auto [mode, dtype] : skipDtypeCases()) {
+        SCOPED_TRACE(dataTypeName(dtype));
         harness::ProblemSpec dense = skipSpec(mode, dtype, 0.0F, {768, 640}, {3072, 2560});
         dense.seed ^= runSeed();
         harness::HostProblem const p = harness::makeProblem(dense);
@@ -160,9 +166,8 @@ TEST_P(SkipSoftmax, ZeroFactorIsBitIdenticalToDense) {
 TEST_P(SkipSoftmax, SmallFactorWithinDocumentedBound) {
     FMHA_REQUIRE_GPU();
     ScopedFamily const family(/*portable=*/GetParam());
-    for (auto [mode, dtype] : {std::pair{Mode::kLlm, DataType::kHALF}, std::pair{Mode::kPaged, DataType::kHALF},
-                               std::pair{Mode::kLlm, DataType::kBF16}, std::pair{Mode::kPaged, DataType::kBF16}}) {
-        SCOPED_TRACE(dtype == DataType::kBF16 ? "bf16" : "fp16");
+    for (auto [mode, dtype] : skipDtypeCases()) {
+        SCOPED_TRACE(dataTypeName(dtype));
         float const S = 0.05F;
         harness::ProblemSpec spec = skipSpec(mode, dtype, S);
         ScopedSkipStats const stats;

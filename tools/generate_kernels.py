@@ -29,15 +29,15 @@ SM80_HEAD_DIMS = sorted({p for _, p, _, _ in HEAD_DIMS})
 # block: they also get the compact configuration (src/kernels/sm80/tile_sm80.h).
 SM80_COMPACT_DIMS = [128, 256, 512]
 # Hopper family (sm_90a): 16-bit input, the native wgmma head dims; skip-softmax variants for
-# the element types skip-softmax takes (FP16 and BF16).
+# every element type (FP16, BF16, FP8 E4M3).
 SM90_ELEMENTS = ["kFp16", "kBf16"]
-SM90_SKIP_ELEMENTS = ["kFp16", "kBf16"]
+SM90_SKIP_ELEMENTS = ["kFp16", "kBf16", "kFp8"]
 # Kernel head dims 72, 80 and 96 (every element type, FP8 E4M3 included): the D=128 tiles with
 # Q.K^T over the head's columns rounded up to whole k-steps (TileSm90::kQKBytes), for the
 # default and persistent tiles; skip-softmax and the one-warpgroup tiles run these head dims in
 # the D=128 instances (the dispatcher falls back to them). FP8 at 72 also takes its 72-byte
-# rows, which no TMA descriptor takes with a head stride of 72 bytes (8-byte cp.async pieces,
-# or TMA boxes over a token's heads as one row; TileSm90::kRows8).
+# rows, skip-softmax included, which no TMA descriptor takes with a head stride of 72 bytes
+# (8-byte cp.async pieces, or TMA boxes over a token's heads as one row; TileSm90::kRows8).
 SM90_TRIMMED_DIMS = [72, 80, 96]
 # Hopper tile shapes beside the default (TileShape in src/params.h), by (element, kernel head
 # dim): dense instances of the listed addressings; the heuristics choose them per problem
@@ -89,7 +89,8 @@ def family(out, arch, elements, dims, compact_dims=(), skip_elements=(), shapes=
     for elem, dim, kv, compact in instances(elements, dims, compact_dims):
         variants = [(compact, "_compact" if compact else "", None)] if arch == "sm80" else \
             [(False, "", "kDefault")] + \
-            ([(True, "_skip", "kDefault")] if elem in skip_elements and dim not in SM90_TRIMMED_DIMS else []) + \
+            ([(True, "_skip", "kDefault")] if elem in skip_elements and (dim not in SM90_TRIMMED_DIMS or
+                                                              (elem, dim) == ("kFp8", 72)) else []) + \
             [(False, SHAPE_SUFFIX[s], s) for s, kvs in (shapes or {}).get((elem, dim), []) if kv in kvs]
         for flag, suffix, shape in variants:
             listed.append((elem, dim, kv, flag, shape))
