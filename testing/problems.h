@@ -120,8 +120,9 @@ struct Verdict {
 inline constexpr double kFp8ScoreRelErr = 1.0 / 8192;
 double fp8ScoreErr(HostProblem const& p, std::string const& family);
 
-// Tolerance (FA3-like): max error <= 2 x the same-precision reference's error + atol, mean
-// likewise; LSE within 2e-3 relative; every output finite. extraBound widens the max error
+// Tolerance (FA3-like): max error <= 2 x the same-precision reference's error + atol (+ the
+// 16-bit P type's unit roundoff times max|V|: P rounded against a lagging max), mean likewise;
+// LSE within 2e-3 relative; every output finite. extraBound widens the max error
 // bound (skip-softmax's documented approximation error). Where fp8ScoreErr gives delta > 0,
 // the LSE may be off by delta more and O by (e^(2 delta) - 1) max|V| more (every weight of
 // the softmax within a factor e^(+-2 delta)).
