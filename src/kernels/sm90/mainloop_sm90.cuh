@@ -482,7 +482,16 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         };
         auto dst = [&](int r, int c) { return base + offsetIn(std::integral_constant<int, kBlockN>{}, r, c); };
         gather(std::integral_constant<int, kBlockN>{}, row, dst, p.k);
-        cutlass::arch::cpasync_barrier_arrive_noinc(full);
+        if (tma.kvOk && i != 0) {
+            // A gathered tile the consumers do not fence for (ConsumerSm90::waitFull): a bad page
+            // id's zeros. Its copies land, this thread makes them visible to the wgmma's async
+            // proxy, and only then arrives.
+            cute::cp_async_wait<0>();
+            cutlass::arch::fence_view_async_shared();
+            Barrier::arrive(full);
+        } else {
+            cutlass::arch::cpasync_barrier_arrive_noinc(full);
+        }
     };
     int const nTiles = mask.nBlockMax - mask.nBlockMin;
     if constexpr (Tile::kFp8) {
@@ -575,6 +584,10 @@ struct ConsumerSm90 {
     // so that warpgroup 0 starts the next tile's Q.K^T while the others finish this one's.
     bool ringOpen = true;
     bool ringClose = true;
+    // The K/V stages may hold cp.async gathers (generic-proxy writes) in every tile: the
+    // CTA has no K/V TMA descriptor (TmaDescs::kvOk). Otherwise only the first tile visited
+    // (a ragged sequence end) is gathered; the producer fences any other gathered tile itself.
+    bool gathersAll = false;
 
     // Ping-pong: the warpgroups take turns issuing their GEMMs in a ring (0, 1[, 2], 0, ...),
     // so that the tensor cores run one warpgroup's GEMMs while the others do their softmax.
@@ -599,7 +612,9 @@ struct ConsumerSm90 {
         int const it = it0 + i;
         uint64_t* bar = Tile::kFp8 && which == kV ? &vtBar[it % kStages] : &pipe.full[which][it % kStages];
         Barrier::wait(bar, (it / kStages) & 1);
-        cutlass::arch::fence_view_async_shared();  // cp.async (generic proxy) writes -> wgmma reads
+        // cp.async (generic proxy) writes -> wgmma reads, where the stage may hold a gather.
+        // TMA writes need no fence; FP8 V^T stages are fenced by the producer that writes them.
+        if (!(Tile::kFp8 && which == kV) && (gathersAll || i == 0)) cutlass::arch::fence_view_async_shared();
     }
     __device__ void release(int which, int i) const {
         int const it = it0 + i;
