@@ -215,11 +215,11 @@ __host__ __device__ constexpr int permutedKey(int k) {
 // of eight different swizzle phases: loads and stores are free of bank conflicts. tid < 128.
 // Warp w moves units w, w + 4, ...: all of one k-step (kk = w % kSteps) and column blocks c0,
 // c0 + kCStep, ... (c0 = w / kSteps < kCStep), so that a lane's addresses are its first
-// unit's with a constant XOR (the swizzle phase of the raw chunk) and a constant offset: the
-// loop body is the two matrix instructions, the permutes and one LOP3 (the same bytes as
+// unit's with a constant XOR (the swizzle phase of the raw chunk) and a constant offset: a
+// unit's work is the two matrix instructions, the permutes and one LOP3 (the same bytes as
 // swizzledOffset / swizzled64Offset of each unit's key and column). kCols: the columns moved,
 // V^T's first kCols rows (those the P.V reads: Tile::kDimO).
-template <int kHeadDim, int kBlockN, int kCols = kHeadDim>
+template <int kHeadDim, int kBlockN, int kCols = kHeadDim, int kBatchMax = 4>
 __device__ inline void transposeVTile(unsigned char const* raw, unsigned char* vt, int tid) {
     static_assert(kBlockN == 128 || kBlockN == 64, "V^T rows of one 128- or 64-byte swizzle span");
     constexpr int kSteps = kBlockN / 32, kUnits = kSteps * (kCols / 16);
@@ -242,40 +242,52 @@ __device__ inline void transposeVTile(unsigned char const* raw, unsigned char* v
     uint32_t const vtAddr = static_cast<uint32_t>(__cvta_generic_to_shared(vt)) + vtBase + c0 * kVtColBytes;
     bool const swap = lane >= 16;  // lane group g = lane / 4 >= 4
     uint32_t const selEven = swap ? 0x7531 : 0x6420, selOdd = swap ? 0x6420 : 0x7531;
+    // Units in batches of up to kBatchMax: a batch's loads first, then its permutes and stores,
+    // so that the loads' latencies overlap (one after another, each unit waited for its load).
+    constexpr int kPerWarp = kUnits / 4, kBatch = kPerWarp < kBatchMax ? kPerWarp : kBatchMax;
+    constexpr int kBlockRows = kBlockN * 128;  // bytes of a 64-column block of the raw tile
 #pragma unroll
-    for (int it = 0; it < kUnits / 4; ++it) {
-        constexpr int kBlockRows = kBlockN * 128;  // bytes of a 64-column block of the raw tile
-        int const cStep = it * kCStep;
-        uint32_t const rawOff = (rawBase ^ static_cast<uint32_t>((cStep % 8) << 4)) +
-                                static_cast<uint32_t>(kHeadDim == 64 ? 0 : (cStep / 8) * kBlockRows);
-        uint32_t a[4];
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-                     : "r"(rawAddr + rawOff)
-                     : "memory");
-        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
-                         vtAddr + static_cast<uint32_t>(cStep * kVtColBytes)),
-                     "r"(__byte_perm(a[0], a[1], selEven)), "r"(__byte_perm(a[0], a[1], selOdd)),
-                     "r"(__byte_perm(a[2], a[3], selEven)), "r"(__byte_perm(a[2], a[3], selOdd))
-                     : "memory");
+    for (int b0 = 0; b0 < kPerWarp; b0 += kBatch) {
+        uint32_t a[kBatch][4];
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+            int const cStep = (b0 + u) * kCStep;
+            uint32_t const rawOff = (rawBase ^ static_cast<uint32_t>((cStep % 8) << 4)) +
+                                    static_cast<uint32_t>(kHeadDim == 64 ? 0 : (cStep / 8) * kBlockRows);
+            if (b0 + u < kPerWarp)
+                asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                             : "=r"(a[u][0]), "=r"(a[u][1]), "=r"(a[u][2]), "=r"(a[u][3])
+                             : "r"(rawAddr + rawOff)
+                             : "memory");
+        }
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+            int const cStep = (b0 + u) * kCStep;
+            if (b0 + u < kPerWarp)
+                asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                                 vtAddr + static_cast<uint32_t>(cStep * kVtColBytes)),
+                             "r"(__byte_perm(a[u][0], a[u][1], selEven)), "r"(__byte_perm(a[u][0], a[u][1], selOdd)),
+                             "r"(__byte_perm(a[u][2], a[u][3], selEven)), "r"(__byte_perm(a[u][2], a[u][3], selOdd))
+                             : "memory");
+        }
     }
 }
 
 // V^T of one stage (transposeVTile); a 192-key tile (D=128) as three 64-key blocks, a 256-key
 // one (D=64) as two 128-key blocks: raw rows of block b (each row's swizzle phase its own) and
 // V^T block b (kHeadDim rows of 64 or 128 bytes). kCols: V^T's rows the P.V reads (128-key tiles).
-template <int kHeadDim, int kBlockN, int kCols = kHeadDim>
+template <int kHeadDim, int kBlockN, int kCols = kHeadDim, int kBatchMax = 4>
 __device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, int tid) {
     if constexpr (kBlockN == 192) {
         static_assert(kHeadDim == 128, "192-key tiles at D=128");
 #pragma unroll
-        for (int b = 0; b < 3; ++b) transposeVTile<kHeadDim, 64>(raw + b * 64 * 128, vt + b * kHeadDim * 64, tid);
+        for (int b = 0; b < 3; ++b) transposeVTile<kHeadDim, 64, kHeadDim, kBatchMax>(raw + b * 64 * 128, vt + b * kHeadDim * 64, tid);
     } else if constexpr (kBlockN == 256) {
         static_assert(kHeadDim == 64, "256-key tiles at D=64");
 #pragma unroll
-        for (int b = 0; b < 2; ++b) transposeVTile<kHeadDim, 128>(raw + b * 128 * 64, vt + b * kHeadDim * 128, tid);
+        for (int b = 0; b < 2; ++b) transposeVTile<kHeadDim, 128, kHeadDim, kBatchMax>(raw + b * 128 * 64, vt + b * kHeadDim * 128, tid);
     } else {
-        transposeVTile<kHeadDim, kBlockN, kCols>(raw, vt, tid);
+        transposeVTile<kHeadDim, kBlockN, kCols, kBatchMax>(raw, vt, tid);
     }
 }
 
@@ -502,7 +514,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             int const stage = (it0 + j) % kStages, phase = ((it0 + j) / kStages) & 1;
             Barrier::wait(&pipe.full[kV][stage], phase);
             Barrier::wait(&vtBar[kStages + stage], phase ^ 1);
-            transposeV<Tile::kDim, kBlockN, Tile::kDimO>(sV + stage * Tile::kBytesKV, sVt + stage * Tile::kBytesVt, ptid);
+            transposeV<Tile::kDim, kBlockN, Tile::kDimO, Tile::kTransposeBatch>(sV + stage * Tile::kBytesKV, sVt + stage * Tile::kBytesVt, ptid);
             cutlass::arch::fence_view_async_shared();  // these writes -> the consumers' wgmma reads
             Barrier::arrive(&vtBar[stage]);
             cutlass::arch::NamedBarrier::sync(128, Tile::kBarrierProducer);  // the raw stage is read
@@ -522,14 +534,21 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             cutlass::arch::fence_view_async_shared();  // these writes -> the consumers' wgmma reads
             Barrier::arrive(&pipe.full[kK][stage]);
         };
+        // With three stages or more, V of tile i leaves with its K, two tiles before its
+        // transpose (its raw stage was V of tile i - kStages, transposed in an earlier round):
+        // the transpose then rarely waits for its V to land. With two, V of tile i waits for the
+        // transpose of tile i - 2 to free its raw stage, one tile later.
+        constexpr bool kEarlyV = kStages >= 3;
         load(kK, 0);
+        if (kEarlyV) load(kV, 0);
         for (int i = 1; i < nTiles; ++i) {
             load(kK, i);
-            load(kV, i - 1);
+            if (kEarlyV) load(kV, i);
+            else load(kV, i - 1);
             if (rowViews) zeroOutsideHead(i - 1);
             if (i >= 2) transpose(i - 2);
         }
-        load(kV, nTiles - 1);
+        if (!kEarlyV) load(kV, nTiles - 1);
         if (rowViews) zeroOutsideHead(nTiles - 1);
         for (int j = nTiles >= 2 ? nTiles - 2 : 0; j < nTiles; ++j) transpose(j);
     } else {

@@ -112,6 +112,10 @@ struct TileSm90 {
                                          : kHeadDim == 256           ? 24
                                          : kPersistent               ? 48
                                                                      : 40;
+    // FP8: the producer's V transposes issue up to this many ldmatrix loads (four registers
+    // each) before their stores; two where the producer's registers hold more besides
+    // (persistent tiles' loop, D=256, 256-key tiles), which spilled a few words at four.
+    static constexpr int kTransposeBatch = kPersistent || kHeadDim == 256 || kBlockN > 128 ? 2 : 4;
     static constexpr int kConsumerRegs = (kNThreads * kLaunchRegs - 128 * kProducerRegs) / kNConsumerThreads / 8 * 8;
     static_assert(kProducerRegs % 8 == 0, "setmaxnreg takes multiples of 8");
     // Ping-pong scheduling of the consumer warpgroups in turn (named barriers 2, 3 and, with
