@@ -329,11 +329,13 @@ enum : int { kK = 0, kV = 1 };
 // tile, bad page ids, a layout TMA refuses) through zero-filling cp.async, so that keys
 // past the sequence read as zeros and no bad address is ever formed. Either way all 128
 // threads arrive once on the stage's barrier: TMA with one expect-tx arrive and 127 plain
-// ones, cp.async with each thread's arrive firing when its own copies have landed.
+// ones, cp.async with each thread's arrive firing when its own copies have landed (a
+// gather the consumers do not fence for, bad page ids', with each thread's fence first).
 // The tile's rows start at m0 (tile rows; see PackedRows), its query heads at hq.
 // FP8 (Tile::kFp8): the consumers read V^T (sVt, barriers vtBar: kStages "full", then
-// kStages "empty"): the producer transposes each raw V stage once it has landed, one tile
-// behind its loads, and refills a raw stage only after all its threads have read it.
+// kStages "empty"): the producer loads V of tile i with its K (three stages or more),
+// transposes each raw V stage two tiles later, once it has landed, and refills a raw stage
+// only after all its threads have read it.
 // Tile::kRows8 (FP8 rows of 72 bytes, instances of their own): 8-byte cp.async pieces, or TMA
 // boxes over a token's KV heads as one row (TmaDescs::kvRows), whose K columns outside the head
 // the producer zeroes before the consumers read them.
