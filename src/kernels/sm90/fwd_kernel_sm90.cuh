@@ -294,7 +294,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
                                                      static_cast<uint32_t>(__cvta_generic_to_shared(sVt)), vtBar,
                                                      static_cast<uint32_t>(__cvta_generic_to_shared(sDrops[cwg])),
                                                      /*it0=*/0, /*qPhase=*/0, /*qBuf=*/0, /*ringOpen=*/true, /*ringClose=*/true,
-                                                     /*gathersAll=*/tma.kvOk == 0};
+                                                     /*kvTma=*/tma.kvOk != 0};
         consumer.run(o, softmax);
         alignHeadColumns<Tile>(tma, hkv, D, o);
     }
@@ -455,7 +455,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
                                                       warpRow0 + g, t, lane == 0, cwg, -INFINITY, sVtAddr, vtBar, 0U, it,
                                                       static_cast<uint32_t>((qIter >> 1) & 1), qBuf,
                                                       /*ringOpen=*/qIter == 0, /*ringClose=*/false,
-                                                      /*gathersAll=*/tma.kvOk == 0};
+                                                      /*kvTma=*/tma.kvOk != 0};
                 consumer.run(o, softmax);
                 alignHeadColumns<Tile>(tma, x.hq / p.headGroup, p.headDim, o);
                 it += mask.nBlockMax - mask.nBlockMin;

@@ -281,11 +281,13 @@ __device__ inline void transposeV(unsigned char const* raw, unsigned char* vt, i
     if constexpr (kBlockN == 192) {
         static_assert(kHeadDim == 128, "192-key tiles at D=128");
 #pragma unroll
-        for (int b = 0; b < 3; ++b) transposeVTile<kHeadDim, 64, kHeadDim, kBatchMax>(raw + b * 64 * 128, vt + b * kHeadDim * 64, tid);
+        for (int b = 0; b < 3; ++b)
+            transposeVTile<kHeadDim, 64, kHeadDim, kBatchMax>(raw + b * 64 * 128, vt + b * kHeadDim * 64, tid);
     } else if constexpr (kBlockN == 256) {
         static_assert(kHeadDim == 64, "256-key tiles at D=64");
 #pragma unroll
-        for (int b = 0; b < 2; ++b) transposeVTile<kHeadDim, 128, kHeadDim, kBatchMax>(raw + b * 128 * 64, vt + b * kHeadDim * 128, tid);
+        for (int b = 0; b < 2; ++b)
+            transposeVTile<kHeadDim, 128, kHeadDim, kBatchMax>(raw + b * 128 * 64, vt + b * kHeadDim * 128, tid);
     } else {
         transposeVTile<kHeadDim, kBlockN, kCols, kBatchMax>(raw, vt, tid);
     }
@@ -321,6 +323,13 @@ struct PipelineSm90 {
 };
 
 enum : int { kK = 0, kV = 1 };
+
+// Who makes a gathered K/V stage of tile i of the visit order (cp.async: generic-proxy writes)
+// visible to the wgmma's async proxy. The consumers, after their wait, where the CTA has no K/V
+// TMA descriptor (kvTma false: every tile may be gathered) and on the first tile (a ragged
+// sequence end); TMA writes need no fence. The producer itself, before it arrives, for any
+// other gathered tile (bad page ids' zeros).
+__device__ inline bool consumersFenceGathers(bool kvTma, int i) { return !kvTma || i == 0; }
 
 // Producer warpgroup: Q once, then K of the first tile, then K of tile i with V of tile
 // i-1 (the order the consumers use them in), each into the next free stage. A tile goes
@@ -496,10 +505,9 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         };
         auto dst = [&](int r, int c) { return base + offsetIn(std::integral_constant<int, kBlockN>{}, r, c); };
         gather(std::integral_constant<int, kBlockN>{}, row, dst, p.k);
-        if (tma.kvOk && i != 0) {
-            // A gathered tile the consumers do not fence for (ConsumerSm90::waitFull): a bad page
-            // id's zeros. Its copies land, this thread makes them visible to the wgmma's async
-            // proxy, and only then arrives.
+        if (!consumersFenceGathers(tma.kvOk != 0, i)) {
+            // Its copies land, this thread makes them visible to the wgmma's async proxy, and
+            // only then arrives.
             cute::cp_async_wait<0>();
             cutlass::arch::fence_view_async_shared();
             Barrier::arrive(full);
@@ -516,7 +524,8 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             int const stage = (it0 + j) % kStages, phase = ((it0 + j) / kStages) & 1;
             Barrier::wait(&pipe.full[kV][stage], phase);
             Barrier::wait(&vtBar[kStages + stage], phase ^ 1);
-            transposeV<Tile::kDim, kBlockN, Tile::kDimO, Tile::kTransposeBatch>(sV + stage * Tile::kBytesKV, sVt + stage * Tile::kBytesVt, ptid);
+            transposeV<Tile::kDim, kBlockN, Tile::kDimO, Tile::kTransposeBatch>(sV + stage * Tile::kBytesKV,
+                                                                                  sVt + stage * Tile::kBytesVt, ptid);
             cutlass::arch::fence_view_async_shared();  // these writes -> the consumers' wgmma reads
             Barrier::arrive(&vtBar[stage]);
             cutlass::arch::NamedBarrier::sync(128, Tile::kBarrierProducer);  // the raw stage is read
@@ -605,10 +614,8 @@ struct ConsumerSm90 {
     // so that warpgroup 0 starts the next tile's Q.K^T while the others finish this one's.
     bool ringOpen = true;
     bool ringClose = true;
-    // The K/V stages may hold cp.async gathers (generic-proxy writes) in every tile: the
-    // CTA has no K/V TMA descriptor (TmaDescs::kvOk). Otherwise only the first tile visited
-    // (a ragged sequence end) is gathered; the producer fences any other gathered tile itself.
-    bool gathersAll = false;
+    // The CTA has K/V TMA descriptors (TmaDescs::kvOk): see consumersFenceGathers.
+    bool kvTma = true;
 
     // Ping-pong: the warpgroups take turns issuing their GEMMs in a ring (0, 1[, 2], 0, ...),
     // so that the tensor cores run one warpgroup's GEMMs while the others do their softmax.
@@ -633,9 +640,9 @@ struct ConsumerSm90 {
         int const it = it0 + i;
         uint64_t* bar = Tile::kFp8 && which == kV ? &vtBar[it % kStages] : &pipe.full[which][it % kStages];
         Barrier::wait(bar, (it / kStages) & 1);
-        // cp.async (generic proxy) writes -> wgmma reads, where the stage may hold a gather.
-        // TMA writes need no fence; FP8 V^T stages are fenced by the producer that writes them.
-        if (!(Tile::kFp8 && which == kV) && (gathersAll || i == 0)) cutlass::arch::fence_view_async_shared();
+        // cp.async (generic proxy) writes -> wgmma reads (consumersFenceGathers); FP8 V^T stages
+        // are fenced by the producer that writes them.
+        if (!(Tile::kFp8 && which == kV) && consumersFenceGathers(kvTma, i)) cutlass::arch::fence_view_async_shared();
     }
     __device__ void release(int which, int i) const {
         int const it = it0 + i;
