@@ -321,6 +321,33 @@ TEST(TileShapes, ForcedShapesMatchReference) {
     }
 }
 
+// CTA pairs of the Hopper family's default 16-bit D=65-128 tiles over contiguous KV (two query
+// heads of a KV head sharing each K/V tile's TMA loads, each multicasting one column block to
+// both): groups of 2 and 4 query heads (paired), lengths on and off the 128-key tiles (a pair's
+// ragged last tile gathered by each CTA alone), causal, a window, non-causal D=96, a sequence
+// without queries, and a group of 3 (unpaired) beside them.
+TEST(KvPairs, SharedLoadsMatchReference) {
+    FMHA_REQUIRE_GPU();
+    ScopedTileShape const shape(static_cast<int>(TileShape::kDefault));
+    for (DataType dt : {DataType::kHALF, DataType::kBF16}) {
+        std::string const t = dt == DataType::kBF16 ? "bf16" : "fp16";
+        Case causal = edge("pairs_causal_" + t, Mode::kLlm, 128, {300, 513, 1, 128, 0}, {700, 1000, 900, 128, 40}, 8, 2);
+        Case window = edge("pairs_window_" + t, Mode::kLlm, 128, {500, 260}, {900, 1300}, 4, 2);
+        window.spec.window = 200;
+        Case noncausal = edge("pairs_noncausal_d96_" + t, Mode::kLlm, 96, {200, 77}, {2500, 900}, 6, 3);
+        noncausal.spec.causal = false;
+        Case vit = edge("pairs_vit_" + t, Mode::kVit, 128, {1, 300, 0, 1100}, {1, 300, 0, 1100}, 4, 4);
+        Case odd = edge("pairs_group3_" + t, Mode::kLlm, 128, {300, 129}, {700, 1000}, 12, 4);
+        for (Case* c : {&causal, &window, &noncausal, &vit, &odd}) {
+            SCOPED_TRACE(c->name);
+            c->spec.dtype = dt;
+            harness::ProblemSpec spec = c->spec;
+            spec.seed ^= runSeed();
+            checkAgainstReference(spec);
+        }
+    }
+}
+
 // FP8 at D=72: the Hopper family reads a token's KV heads through one TMA row view whose boxes
 // cover the next head's first columns. NaN in KV head 1's first 8 columns (every token, K and
 // V) must leave KV head 0's query heads bit-identical to a clean run (and make head 1's NaN),

@@ -10,20 +10,29 @@ namespace fmha {
 // kernel's blocks have all signalled griddepcontrol.launch_dependents, or ended). Such a
 // kernel must execute griddepcontrol.wait, which returns once the kernel ahead has completed
 // and its memory is visible, before it reads or writes global memory. Returns the launch's
-// own error.
+// own error. clusterY > 1 (sm_90): thread-block clusters of clusterY blocks along grid.y.
 inline cudaError_t launchKernel(void const* kernel, dim3 grid, dim3 block, size_t smemBytes, cudaStream_t stream,
-                                void** args, bool dependent) {
-    if (!dependent) return cudaLaunchKernel(kernel, grid, block, args, smemBytes, stream);
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
+                                void** args, bool dependent, unsigned clusterY = 1) {
+    if (!dependent && clusterY <= 1) return cudaLaunchKernel(kernel, grid, block, args, smemBytes, stream);
+    cudaLaunchAttribute attrs[2]{};
+    unsigned n = 0;
+    if (dependent) {
+        attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attrs[n++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (clusterY > 1) {
+        attrs[n].id = cudaLaunchAttributeClusterDimension;
+        attrs[n].val.clusterDim.x = 1;
+        attrs[n].val.clusterDim.y = clusterY;
+        attrs[n++].val.clusterDim.z = 1;
+    }
     cudaLaunchConfig_t config{};
     config.gridDim = grid;
     config.blockDim = block;
     config.dynamicSmemBytes = smemBytes;
     config.stream = stream;
-    config.attrs = &attr;
-    config.numAttrs = 1;
+    config.attrs = attrs;
+    config.numAttrs = n;
     return cudaLaunchKernelExC(&config, kernel, args);
 }
 

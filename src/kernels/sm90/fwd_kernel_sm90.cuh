@@ -250,6 +250,23 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     bidirUnion(p, b, q0, q1, sBidir, &bidirLo, &bidirHi);
     MaskPolicy<kBlockN> mask(p, seq, b, q0, q1, bidirLo, bidirHi);
     if (kSplits && p.numSplits > 1) mask.keepSplit(split, p.numSplits);
+    // A CTA pair (Tile::kPairable, launched as clusters of two along grid.y: two query heads of
+    // one KV head, the same row tile and sequence, so the same key tiles): rank 0 or 1, else -1.
+    int pairRank = -1;
+    if constexpr (Tile::kPairable && kKv == KvAddressing::kStrided) {
+        uint32_t n, r;
+        asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+        asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+        if (n == 2) pairRank = static_cast<int>(r);
+    }
+    // Neither CTA of a pair leaves while the other may still write its shared memory or arrive
+    // on its barriers: every thread arrives once its part is done, and waits before it leaves.
+    auto pairArrive = [&] {
+        if (pairRank >= 0) asm volatile("barrier.cluster.arrive;" ::: "memory");
+    };
+    auto pairWait = [&] {
+        if (pairRank >= 0) asm volatile("barrier.cluster.wait;" ::: "memory");
+    };
     if (tid == 0) {
         if constexpr (Tile::kFp8) {
             for (int s = 0; s < Tile::kStages; ++s) {
@@ -258,13 +275,22 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
                 if (Tile::kRows8) Barrier::init(&vtBar[2 * Tile::kStages + s], 128);
             }
         }
-        pipe.init(128, Tile::kNConsumerThreads / 32);  // (its barrier-init fence covers vtBar)
+        pipe.init(128, Tile::kNConsumerThreads / 32,
+                  (pairRank >= 0 ? 2 : 1) * Tile::kNConsumerThreads / 32);  // (its barrier-init fence covers vtBar)
     }
     __syncthreads();
+    if (pairRank >= 0) {  // both CTAs' barriers are set up before either multicasts or arrives remotely
+        pairArrive();
+        pairWait();
+    }
 
     if (warp < 4) {
         cutlass::arch::warpgroup_reg_dealloc<Tile::kProducerRegs>();
-        if (!mask.empty()) produceTiles<Elem, Tile, kKv>(p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid, sVt, vtBar);
+        if (!mask.empty())
+            produceTiles<Elem, Tile, kKv>(p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid, sVt, vtBar, 0, 0,
+                                          pairRank);
+        pairArrive();
+        pairWait();
         return;
     }
     cutlass::arch::warpgroup_reg_alloc<Tile::kConsumerRegs>();
@@ -294,10 +320,11 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
                                                      static_cast<uint32_t>(__cvta_generic_to_shared(sVt)), vtBar,
                                                      static_cast<uint32_t>(__cvta_generic_to_shared(sDrops[cwg])),
                                                      /*it0=*/0, /*qPhase=*/0, /*qBuf=*/0, /*ringOpen=*/true, /*ringClose=*/true,
-                                                     /*kvTma=*/tma.kvOk != 0};
+                                                     /*kvTma=*/tma.kvOk != 0, /*peer=*/pairRank >= 0 ? pairRank ^ 1 : -1};
         consumer.run(o, softmax);
         alignHeadColumns<Tile>(tma, hkv, D, o);
     }
+    pairArrive();  // (this CTA's last remote arrivals are made: the other's wait may end)
 
     float invSum[2], lse[2], scaleOut[2];
     softmax.template finalize<Tile::kPLog2>(p.scale, invSum, lse);
@@ -314,6 +341,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
         if (t == 0) storeLse(lse, g, warpRows, [&](int r) { return &p.lseAccum[accRow(r)]; });
         if constexpr (!kSkip)  // (skip-softmax never splits)
             if (p.splitCounters != nullptr) combineIfLast<ET, Tile>(p, cwarp, lane, sLast);
+        pairWait();
         return;
     }
     // Stage the output row-major in the K/V space, each warp its own 16 rows, once both
@@ -321,6 +349,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     cutlass::arch::NamedBarrier::sync(Tile::kNConsumerThreads, Tile::kBarrierConsumers);
     Out* sStage = reinterpret_cast<Out*>(sK) + cwarp * 16 * Tile::kStrideO;
     storeWarpRows<ET, Tile>(p, seq, b, hq, warpRow0, warpRows, o3, scaleOut, lse, sStage, lane);
+    pairWait();
 }
 
 // Persistent variant (TileShape::kPersistent; contiguous or paged KV, no split-KV, skip-softmax
@@ -366,7 +395,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
                 if (Tile::kRows8) Barrier::init(&vtBar[2 * Tile::kStages + s], 128);
             }
         }
-        pipe.init(128, Tile::kNConsumerThreads / 32);
+        pipe.init(128, Tile::kNConsumerThreads / 32, Tile::kNConsumerThreads / 32);
     }
     __syncthreads();
 

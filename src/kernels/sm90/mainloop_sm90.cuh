@@ -308,7 +308,8 @@ struct PipelineSm90 {
     uint64_t full[2][kStages];   // [K or V][stage]: each producer thread's copies have landed
     uint64_t empty[2][kStages];  // each consumer warp's wgmma has read the stage
 
-    __device__ void init(int producerThreads, int consumerWarps) {
+    // emptyWarps: the consumer warps that release each K/V stage (a CTA pair's: both CTAs').
+    __device__ void init(int producerThreads, int consumerWarps, int emptyWarps) {
         for (int b = 0; b < kQBuffers; ++b) {
             Barrier::init(&qFull[b], producerThreads);
             Barrier::init(&qEmpty[b], consumerWarps);
@@ -316,7 +317,7 @@ struct PipelineSm90 {
         for (int w = 0; w < 2; ++w)
             for (int s = 0; s < kStages; ++s) {
                 Barrier::init(&full[w][s], producerThreads);
-                Barrier::init(&empty[w][s], consumerWarps);
+                Barrier::init(&empty[w][s], emptyWarps);
             }
         cutlass::arch::fence_barrier_init();
     }
@@ -351,12 +352,17 @@ __device__ inline bool consumersFenceGathers(bool kvTma, int i) { return !kvTma 
 // it0: the pipeline's count of tiles before this row tile's (a persistent CTA's earlier
 // tiles): tile i of the visit order uses stage (it0 + i) % kStages. qBuf: the barriers of Q's
 // buffer sQ (persistent kernels: two buffers, the tile's parity).
+// pairRank (Tile::kPairable, contiguous KV): this CTA's rank in a pair of CTAs of the same KV
+// head and row tile (-1: unpaired). A paired CTA's TMA loads only column block pairRank of each
+// K/V tile, multicast to both CTAs (whose full barriers each expect the whole tile); its empty
+// barriers count both CTAs' consumer warps, so that neither CTA's stage is refilled before
+// both have read it.
 template <class Elem, class Tile, KvAddressing kKv>
 __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq,
                                     MaskPolicy<Tile::kBlockN> const& mask, int b, int hq, int hkv, int m0,
                                     unsigned char* sQ, unsigned char* sK, unsigned char* sV,
                                     PipelineSm90<Tile::kStages, Tile::kQBuffers>& pipe, int ptid, unsigned char* sVt = nullptr,
-                                    uint64_t* vtBar = nullptr, int it0 = 0, int qBuf = 0) {
+                                    uint64_t* vtBar = nullptr, int it0 = 0, int qBuf = 0, int pairRank = -1) {
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kStages = Tile::kStages;
     constexpr int kSw = Tile::kSwizzleBytes;  // bytes of a row in one swizzled block (128, or 64)
     constexpr int kChunks = Tile::kRowBytes / 16, kColBlocks = Tile::kRowBytes / kSw, kElemBytes = ElemTraits<Elem>::kBytes;
@@ -484,6 +490,14 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                     CUtensorMap const* map = which == kV ? &tma.v : &tma.k;
                     int32_t const row = static_cast<int32_t>(seq.kvBegin) + j0;
                     int32_t const batch = p.kvRowsFromCu ? 0 : b;
+                    if constexpr (Tile::kPairable && kKv == KvAddressing::kStrided && kColBlocks == 2) {
+                        if (pairRank >= 0) {
+                            cute::SM90_TMA_LOAD_MULTICAST_4D::copy(map, full, uint16_t{3}, kKeep,
+                                                                   base + pairRank * kBlockN * kSw, pairRank * kBoxCols,
+                                                                   row, hkv, batch);
+                            return;
+                        }
+                    }
 #pragma unroll
                     for (int cb = 0; cb < kColBlocks; ++cb) {
                         if (rowViews)
@@ -616,6 +630,9 @@ struct ConsumerSm90 {
     bool ringClose = true;
     // The CTA has K/V TMA descriptors (TmaDescs::kvOk): see consumersFenceGathers.
     bool kvTma = true;
+    // A CTA pair's other CTA (produceTiles' pairRank), whose empty barriers this CTA's warps
+    // also arrive on; -1 unpaired.
+    int peer = -1;
 
     // Ping-pong: the warpgroups take turns issuing their GEMMs in a ring (0, 1[, 2], 0, ...),
     // so that the tensor cores run one warpgroup's GEMMs while the others do their softmax.
@@ -647,7 +664,11 @@ struct ConsumerSm90 {
     __device__ void release(int which, int i) const {
         int const it = it0 + i;
         uint64_t* bar = Tile::kFp8 && which == kV ? &vtBar[kStages + it % kStages] : &pipe.empty[which][it % kStages];
-        if (leadLane) Barrier::arrive(bar);
+        if (leadLane) {
+            Barrier::arrive(bar);
+            if constexpr (Tile::kPairable)
+                if (peer >= 0) Barrier::arrive(bar, static_cast<uint32_t>(peer), 1u);
+        }
     }
     __device__ void issuePVStage(uint32_t (&pa)[kPSteps][4], int i, float (&o)[kDimO / 2]) const {
         if constexpr (Tile::kFp8)
