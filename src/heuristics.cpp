@@ -58,6 +58,23 @@ unsigned long long* setSkipStats(unsigned long long* counters) { return gSkipSta
 
 bool dependentLaunch() { return envChoice(gDependentLaunch, "FMHA_DEPENDENT_LAUNCH", {"0", "1"}) != 0; }
 
+namespace {
+std::atomic<int> gKvPairs{-2};  // (setKvPairs stores here too)
+int kvPairsSetting() { return envChoice(gKvPairs, "FMHA_KV_PAIRS", {"0", "1"}); }
+thread_local bool tLastKvPairs = false;
+}  // namespace
+
+bool kvPairs() { return kvPairsSetting() != 0; }
+
+int setKvPairs(int mode) {
+    int const previous = kvPairsSetting();
+    gKvPairs.store(mode < 0 ? -1 : mode, std::memory_order_relaxed);
+    return previous;
+}
+
+void noteKvPairs(bool paired) { tLastKvPairs = paired; }
+bool lastKvPairs() { return tLastKvPairs; }
+
 int setTileShape(int shape) {
     int const previous = tileShapeSetting();
     gTileShape.store(shape < 0 ? -1 : shape, std::memory_order_relaxed);

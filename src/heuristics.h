@@ -24,6 +24,16 @@ unsigned long long* setSkipStats(unsigned long long* counters);
 // FMHA_DEPENDENT_LAUNCH=0 in the environment (measurement).
 bool dependentLaunch();
 
+// Whether the Hopper family's pairable launches (sm90 TileSm90::kPairable over contiguous KV,
+// grid.y's neighbours in one KV head's group) run as CTA pairs that share their K/V loads: yes,
+// unless FMHA_KV_PAIRS=0 in the environment (measurement) or a test sets 0 here (-1:
+// automatic); returns the previous setting. noteKvPairs: what the launch on this thread chose
+// (the launch record's pairedKv), reset before each launch.
+bool kvPairs();
+int setKvPairs(int mode);
+void noteKvPairs(bool paired);
+bool lastKvPairs();
+
 // The Hopper tile shape for p (filled params; the shapes built: dispatch.h): the default, or
 // one that measured faster on problems like p. FMHA_TILE_SHAPE=default / wide-keys /
 // one-warpgroup / persistent / three-warpgroups in the environment forces one where it is built (measurement;

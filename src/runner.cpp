@@ -377,6 +377,7 @@ bool launch(detail::KernelOps const& ops, FmhaParams const& p, cudaStream_t stre
             LaunchRecord* record) {
     // The launch returns its own error only: an earlier, unrelated pending error stays pending
     // for its owner and is not blamed on this call.
+    detail::noteKvPairs(false);
     cudaError_t err = ops.launch(p, stream);
     if (err == cudaSuccess && p.numSplits > 1 && p.splitCounters == nullptr)
         err = launchCombine(p, stream, ops.triggersDependents);
@@ -394,6 +395,7 @@ bool launch(detail::KernelOps const& ops, FmhaParams const& p, cudaStream_t stre
         record->splits = p.numSplits;
         record->persistent = ops.shape == TileShape::kPersistent;
         record->mergedInKernel = p.numSplits > 1 && p.splitCounters != nullptr;
+        record->pairedKv = detail::lastKvPairs();
     }
     return true;
 }

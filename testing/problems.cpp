@@ -598,6 +598,7 @@ bool runGpu(HostProblem const& p, GpuResult* out, std::string* error, int timing
     out->blockN = p.spec.cApi ? 0 : record.blockN;
     out->persistent = !p.spec.cApi && record.persistent;
     out->mergedInKernel = !p.spec.cApi && record.mergedInKernel;
+    out->pairedKv = !p.spec.cApi && record.pairedKv;
     if (cudaStreamSynchronize(stream) != cudaSuccess) {
         cudaStreamDestroy(stream);
         return cudaFail("kernel execution");

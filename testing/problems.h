@@ -84,6 +84,7 @@ struct GpuResult {
     int blockM = 0, blockN = 0;  // its tile (query rows, keys); 0 through the C API
     bool persistent = false;     // the persistent kernel ran (false through the C API)
     bool mergedInKernel = false;  // split-KV merged by the forward kernel (false through the C API)
+    bool pairedKv = false;        // CTA pairs shared K/V loads (false through the C API)
 };
 
 // Runs the problem through the runner (poisoned output first). timingIters > 0 also times

@@ -39,6 +39,7 @@ private:
 
 // The Hopper tile shape: -1 the heuristic, else a TileShape forced where it is built.
 using ScopedTileShape = ScopedSetting<&detail::setTileShape>;
+using ScopedKvPairs = ScopedSetting<&detail::setKvPairs>;
 // The pack-GQA setting: -1 the heuristic, 1 always, 0 never.
 using ScopedPackGqa = ScopedSetting<&detail::setPackGqa>;
 

@@ -309,9 +309,7 @@ TEST(TileShapes, ForcedShapesMatchReference) {
     for (ShapeCase const& sc : cases) {
         SCOPED_TRACE(sc.c.name);
         ScopedTileShape const shape(static_cast<int>(sc.shape));
-        harness::ProblemSpec spec = sc.c.spec;
-        spec.seed ^= runSeed();
-        harness::GpuResult const gpu = checkAgainstReference(spec);
+        harness::GpuResult const gpu = checkAgainstReference(sc.c.spec);  // (fresh inputs: it mixes in the run's seed)
         bool const capped = detail::smemBudget(227 * 1024) < 227 * 1024;
         if (gpu.family == "sm90" && !capped) {
             EXPECT_EQ(gpu.blockM, sc.blockM);
@@ -325,8 +323,10 @@ TEST(TileShapes, ForcedShapesMatchReference) {
 // heads of a KV head sharing each K/V tile's TMA loads, each multicasting one column block to
 // both): groups of 2 and 4 query heads (paired), lengths on and off the 128-key tiles (a pair's
 // ragged last tile gathered by each CTA alone), causal, a window, non-causal D=96, a sequence
-// without queries, and a group of 3 (unpaired) beside them.
-TEST(KvPairs, SharedLoadsMatchReference) {
+// without queries, skip-softmax; a group of 3 and ViT without GQA (unpaired) beside them. Each
+// against the reference, and bit-identical to the same problem with pairs turned off (the same
+// products in the same order); the launch record shows which ran paired.
+TEST(KvPairs, SharedLoadsMatchReferenceAndUnpaired) {
     FMHA_REQUIRE_GPU();
     ScopedTileShape const shape(static_cast<int>(TileShape::kDefault));
     for (DataType dt : {DataType::kHALF, DataType::kBF16}) {
@@ -336,14 +336,23 @@ TEST(KvPairs, SharedLoadsMatchReference) {
         window.spec.window = 200;
         Case noncausal = edge("pairs_noncausal_d96_" + t, Mode::kLlm, 96, {200, 77}, {2500, 900}, 6, 3);
         noncausal.spec.causal = false;
+        Case skip;  // skip-softmax on a problem built to skip (within its documented bound)
+        skip.name = "pairs_skip_" + t;
+        skip.spec = skipSpec(Mode::kLlm, dt, 0.05F);
         Case vit = edge("pairs_vit_" + t, Mode::kVit, 128, {1, 300, 0, 1100}, {1, 300, 0, 1100}, 4, 4);
         Case odd = edge("pairs_group3_" + t, Mode::kLlm, 128, {300, 129}, {700, 1000}, 12, 4);
-        for (Case* c : {&causal, &window, &noncausal, &vit, &odd}) {
+        for (Case* c : {&causal, &window, &noncausal, &skip, &vit, &odd}) {
             SCOPED_TRACE(c->name);
             c->spec.dtype = dt;
-            harness::ProblemSpec spec = c->spec;
-            spec.seed ^= runSeed();
-            checkAgainstReference(spec);
+            double const bound = c == &skip ? 2.0 * c->spec.skip * c->spec.valueRange : 0.0;
+            harness::GpuResult const paired = checkAgainstReference(c->spec, bound);
+            if (paired.family != "sm90") continue;
+            EXPECT_EQ(paired.pairedKv, c != &vit && c != &odd);
+            ScopedKvPairs const off(0);
+            harness::GpuResult const unpaired = checkAgainstReference(c->spec, bound);
+            EXPECT_FALSE(unpaired.pairedKv);
+            EXPECT_TRUE(paired.o == unpaired.o) << "paired and unpaired outputs differ";
+            EXPECT_TRUE(paired.lse == unpaired.lse);
         }
     }
 }

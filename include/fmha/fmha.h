@@ -46,6 +46,7 @@ struct LaunchRecord {
     int32_t splits = 1;        // split-KV parts (1: unsplit; FmhaRunner::setSplitKv)
     bool persistent = false;   // one CTA an SM walking several tiles (the Hopper family's persistent kernel)
     bool mergedInKernel = false;  // split-KV parts merged by the forward kernel itself (no combine kernel)
+    bool pairedKv = false;  // CTA pairs of two query heads sharing each K/V tile's loads (the Hopper family)
 };
 
 // Optional sink for every error message (any thread). Pass nullptr to remove it.

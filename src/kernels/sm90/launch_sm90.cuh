@@ -43,23 +43,19 @@ cudaError_t launchPersistent(void const* kernel, FmhaParams p, TmaDescs& tma, cu
     return launchKernel(kernel, grid, dim3(Tile::kNThreads), Tile::kSmemBytes, stream, args, detail::dependentLaunch());
 }
 
-// Whether a non-persistent launch runs as CTA pairs sharing their K/V loads (Tile::kPairable):
-// contiguous KV with TMA descriptors, and grid.y's neighbours 2k, 2k + 1 query heads of one KV
-// head (an even count of grid.y's heads a KV head). FMHA_KV_PAIRS=0 turns pairs off
-// (measurement).
+// Whether a non-persistent launch runs as CTA pairs sharing their K/V loads (Tile::kPairable;
+// detail::kvPairs): contiguous KV with TMA descriptors, and grid.y's neighbours 2k, 2k + 1 query
+// heads of one KV head (an even count of grid.y's heads a KV head). Noted for the launch record.
 template <class Tile, KvAddressing kKv>
 bool pairedLaunch(FmhaParams const& p, TmaDescs const& tma, dim3 grid) {
-    if constexpr (!Tile::kPairable || kKv != KvAddressing::kStrided) {
-        return false;
-    } else {
-        static bool const off = [] {
-            char const* env = std::getenv("FMHA_KV_PAIRS");
-            return env != nullptr && std::atoi(env) == 0;
-        }();
+    bool paired = false;
+    if constexpr (Tile::kPairable && kKv == KvAddressing::kStrided) {
         int const groupTiles = p.headGroup >> p.packLog2;  // grid.y's heads a KV head
-        return !off && tma.kvOk != 0 && grid.y % 2 == 0 && groupTiles >= 2 && groupTiles % 2 == 0 &&
-               (groupTiles << p.packLog2) == p.headGroup;
+        paired = detail::kvPairs() && tma.kvOk != 0 && grid.y % 2 == 0 && groupTiles >= 2 && groupTiles % 2 == 0 &&
+                 (groupTiles << p.packLog2) == p.headGroup;
     }
+    detail::noteKvPairs(paired);
+    return paired;
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
