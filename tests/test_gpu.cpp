@@ -325,10 +325,12 @@ TEST(TileShapes, ForcedShapesMatchReference) {
 // ragged last tile gathered by each CTA alone), causal, a window, non-causal D=96, a sequence
 // without queries, skip-softmax; a group of 3 and ViT without GQA (unpaired) beside them. Each
 // against the reference, and bit-identical to the same problem with pairs turned off (the same
-// products in the same order); the launch record shows which ran paired.
+// products in the same order); the launch record shows which ran paired. Pack GQA (a KV head's
+// query heads in one tile's rows, which leaves no pair to share) is off here.
 TEST(KvPairs, SharedLoadsMatchReferenceAndUnpaired) {
     FMHA_REQUIRE_GPU();
     ScopedTileShape const shape(static_cast<int>(TileShape::kDefault));
+    ScopedPackGqa const unpacked(0);
     for (DataType dt : {DataType::kHALF, DataType::kBF16}) {
         std::string const t = dt == DataType::kBF16 ? "bf16" : "fp16";
         Case causal = edge("pairs_causal_" + t, Mode::kLlm, 128, {300, 513, 1, 128, 0}, {700, 1000, 900, 128, 40}, 8, 2);
@@ -347,6 +349,7 @@ TEST(KvPairs, SharedLoadsMatchReferenceAndUnpaired) {
             double const bound = c == &skip ? 2.0 * c->spec.skip * c->spec.valueRange : 0.0;
             harness::GpuResult const paired = checkAgainstReference(c->spec, bound);
             if (paired.family != "sm90") continue;
+            EXPECT_EQ(paired.packedHeads, 1);
             EXPECT_EQ(paired.pairedKv, c != &vit && c != &odd);
             ScopedKvPairs const off(0);
             harness::GpuResult const unpaired = checkAgainstReference(c->spec, bound);
