@@ -72,6 +72,13 @@ int setKvPairs(int mode) {
     return previous;
 }
 
+unsigned kvClusterCtas(FmhaParams const& p, bool kvTma, unsigned gridY) {
+    int const groupTiles = p.headGroup >> p.packLog2;  // grid.y's tiles a KV head
+    bool const paired = kvPairs() && kvTma && gridY % 2 == 0 && groupTiles >= 2 && groupTiles % 2 == 0 &&
+                        (groupTiles << p.packLog2) == p.headGroup;
+    return paired ? 2U : 1U;
+}
+
 void noteKvPairs(bool paired) { tLastKvPairs = paired; }
 bool lastKvPairs() { return tLastKvPairs; }
 

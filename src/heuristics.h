@@ -33,6 +33,10 @@ bool kvPairs();
 int setKvPairs(int mode);
 void noteKvPairs(bool paired);
 bool lastKvPairs();
+// The CTAs a cluster of a pairable launch (grid.y of gridY tiles of 1 << p.packLog2 query heads;
+// kvTma: the launch has K/V TMA descriptors): 2 where grid.y's neighbours 2k, 2k + 1 are query
+// heads of one KV head and pairs are on (kvPairs), else 1.
+unsigned kvClusterCtas(FmhaParams const& p, bool kvTma, unsigned gridY);
 
 // The Hopper tile shape for p (filled params; the shapes built: dispatch.h): the default, or
 // one that measured faster on problems like p. FMHA_TILE_SHAPE=default / wide-keys /

@@ -1112,6 +1112,29 @@ TEST(LaunchPlan, SplitKvFillsIdleSms) {
 
 // The split-KV setting: 0 (automatic), 1 (never) and forced counts up to kMaxSplits; other
 // values are refused with a message and change nothing. A new runner holds no workspace.
+// CTA pairs (heuristics.h, no GPU involved): grid.y's neighbours must be query heads of one KV
+// head. Groups of 2 and 4 pair; 1 and 3 do not; a packed group (its heads in one tile) leaves
+// none to pair, a partly packed group of 8 (two tiles of 4) does; no TMA descriptor or pairs
+// turned off: none.
+TEST(LaunchPlan, KvPairsOnlyWithinAKvHead) {
+    fmha::FmhaParams p;
+    auto ctas = [&](int hq, int hkv, int packLog2, bool kvTma = true) {
+        p.numQHeads = hq, p.numKVHeads = hkv, p.headGroup = hq / hkv, p.packLog2 = packLog2;
+        return fmha::detail::kvClusterCtas(p, kvTma, static_cast<unsigned>(hq >> packLog2));
+    };
+    EXPECT_EQ(ctas(8, 4, 0), 2U);
+    EXPECT_EQ(ctas(32, 8, 0), 2U);
+    EXPECT_EQ(ctas(8, 8, 0), 1U);
+    EXPECT_EQ(ctas(12, 4, 0), 1U);
+    EXPECT_EQ(ctas(6, 2, 0), 1U);   // groups of 3
+    EXPECT_EQ(ctas(32, 8, 2), 1U);  // packed: one tile a KV head
+    EXPECT_EQ(ctas(32, 4, 2), 2U);  // groups of 8 packed by 4: two tiles a KV head
+    EXPECT_EQ(ctas(32, 8, 0, /*kvTma=*/false), 1U);
+    int const previous = fmha::detail::setKvPairs(0);
+    EXPECT_EQ(ctas(32, 8, 0), 1U);
+    fmha::detail::setKvPairs(previous);
+}
+
 TEST(SplitKvSetting, RangeAndWorkspace) {
     fmha::FmhaRunner r(8, 2, 128, 1, 1, 4096);
     EXPECT_EQ(r.splitKv(), 0);

@@ -49,11 +49,8 @@ cudaError_t launchPersistent(void const* kernel, FmhaParams p, TmaDescs& tma, cu
 template <class Tile, KvAddressing kKv>
 bool pairedLaunch(FmhaParams const& p, TmaDescs const& tma, dim3 grid) {
     bool paired = false;
-    if constexpr (Tile::kPairable && kKv == KvAddressing::kStrided) {
-        int const groupTiles = p.headGroup >> p.packLog2;  // grid.y's heads a KV head
-        paired = detail::kvPairs() && tma.kvOk != 0 && grid.y % 2 == 0 && groupTiles >= 2 && groupTiles % 2 == 0 &&
-                 (groupTiles << p.packLog2) == p.headGroup;
-    }
+    if constexpr (Tile::kPairable && kKv == KvAddressing::kStrided)
+        paired = detail::kvClusterCtas(p, tma.kvOk != 0, grid.y) == 2;
     detail::noteKvPairs(paired);
     return paired;
 }
