@@ -43,16 +43,15 @@ cudaError_t launchPersistent(void const* kernel, FmhaParams p, TmaDescs& tma, cu
     return launchKernel(kernel, grid, dim3(Tile::kNThreads), Tile::kSmemBytes, stream, args, detail::dependentLaunch());
 }
 
-// Whether a non-persistent launch runs as CTA pairs sharing their K/V loads (Tile::kPairable;
-// detail::kvPairs): contiguous KV with TMA descriptors, and grid.y's neighbours 2k, 2k + 1 query
-// heads of one KV head (an even count of grid.y's heads a KV head). Noted for the launch record.
+// The CTAs a cluster of a non-persistent launch: 2 where its tiles pair (Tile::kPairable over
+// contiguous KV, under detail::kvClusterCtas's rule), else 1. Noted for the launch record.
 template <class Tile, KvAddressing kKv>
-bool pairedLaunch(FmhaParams const& p, TmaDescs const& tma, dim3 grid) {
-    bool paired = false;
+unsigned clusterCtas(FmhaParams const& p, TmaDescs const& tma, dim3 grid) {
+    unsigned ctas = 1;
     if constexpr (Tile::kPairable && kKv == KvAddressing::kStrided)
-        paired = detail::kvClusterCtas(p, tma.kvOk != 0, grid.y) == 2;
-    detail::noteKvPairs(paired);
-    return paired;
+        ctas = detail::kvClusterCtas(p, tma.kvOk != 0, grid.y);
+    detail::noteKvPairs(ctas > 1);
+    return ctas;
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
@@ -71,7 +70,7 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::launch(FmhaParams c
         // This launch's error alone (see KernelSm80::launch).
         void* args[] = {const_cast<FmhaParams*>(&p), &tma};
         return launchKernel(kernel, grid, dim3(Tile::kNThreads), Tile::kSmemBytes, stream, args,
-                            detail::dependentLaunch(), pairedLaunch<Tile, kKv>(p, tma, grid) ? 2U : 1U);
+                            detail::dependentLaunch(), clusterCtas<Tile, kKv>(p, tma, grid));
     }
 }
 
