@@ -24,7 +24,7 @@ unsigned long long* setSkipStats(unsigned long long* counters);
 // FMHA_DEPENDENT_LAUNCH=0 in the environment (measurement).
 bool dependentLaunch();
 
-// Whether the Hopper family's pairable launches (sm90 TileSm90::kPairable over contiguous KV,
+// Whether the Hopper family's pairable launches (sm90 TileSm90::kPairable, contiguous or paged KV,
 // grid.y's neighbours in one KV head's group) run as CTA pairs that share their K/V loads: yes,
 // unless FMHA_KV_PAIRS=0 in the environment (measurement) or a test sets 0 here (-1:
 // automatic); returns the previous setting. noteKvPairs: what the launch on this thread chose

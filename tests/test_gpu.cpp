@@ -343,7 +343,15 @@ TEST(KvPairs, SharedLoadsMatchReferenceAndUnpaired) {
         skip.spec = skipSpec(Mode::kLlm, dt, 0.05F);
         Case vit = edge("pairs_vit_" + t, Mode::kVit, 128, {1, 300, 0, 1100}, {1, 300, 0, 1100}, 4, 4);
         Case odd = edge("pairs_group3_" + t, Mode::kLlm, 128, {300, 129}, {700, 1000}, 12, 4);
-        for (Case* c : {&causal, &window, &noncausal, &skip, &vit, &odd}) {
+        // Paged KV: pages of 16 (eight boxes a tile) and 128, split-KV parts, the ragged mode.
+        Case paged16 = edge("pairs_paged16_" + t, Mode::kPaged, 128, {300, 40}, {1500, 2000}, 4, 2);
+        paged16.spec.pageSize = 16;
+        paged16.spec.splits = 1;
+        Case pagedSplit = edge("pairs_paged_split_d96_" + t, Mode::kPaged, 96, {70, 5}, {3000, 900}, 6, 3);
+        pagedSplit.spec.pageSize = 128;
+        pagedSplit.spec.splits = 3;
+        Case ragged = edge("pairs_ragged_" + t, Mode::kPagedRagged, 128, {1, 300, 0, 129}, {300, 700, 50, 1200}, 8, 4);
+        for (Case* c : {&causal, &window, &noncausal, &skip, &vit, &odd, &paged16, &pagedSplit, &ragged}) {
             SCOPED_TRACE(c->name);
             c->spec.dtype = dt;
             double const bound = c == &skip ? 2.0 * c->spec.skip * c->spec.valueRange : 0.0;

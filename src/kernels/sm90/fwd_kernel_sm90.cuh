@@ -253,7 +253,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     // A CTA pair (Tile::kPairable, launched as clusters of two along grid.y: two query heads of
     // one KV head, the same row tile and sequence, so the same key tiles): rank 0 or 1, else -1.
     int pairRank = -1;
-    if constexpr (Tile::kPairable && kKv == KvAddressing::kStrided) {
+    if constexpr (Tile::kPairable) {
         uint32_t n, r;
         asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
         asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));

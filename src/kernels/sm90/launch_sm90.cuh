@@ -43,13 +43,12 @@ cudaError_t launchPersistent(void const* kernel, FmhaParams p, TmaDescs& tma, cu
     return launchKernel(kernel, grid, dim3(Tile::kNThreads), Tile::kSmemBytes, stream, args, detail::dependentLaunch());
 }
 
-// The CTAs a cluster of a non-persistent launch: 2 where its tiles pair (Tile::kPairable over
-// contiguous KV, under detail::kvClusterCtas's rule), else 1. Noted for the launch record.
-template <class Tile, KvAddressing kKv>
+// The CTAs a cluster of a non-persistent launch: 2 where its tiles pair (Tile::kPairable, over
+// contiguous or paged KV, under detail::kvClusterCtas's rule), else 1. Noted for the launch record.
+template <class Tile>
 unsigned clusterCtas(FmhaParams const& p, TmaDescs const& tma, dim3 grid) {
     unsigned ctas = 1;
-    if constexpr (Tile::kPairable && kKv == KvAddressing::kStrided)
-        ctas = detail::kvClusterCtas(p, tma.kvOk != 0, grid.y);
+    if constexpr (Tile::kPairable) ctas = detail::kvClusterCtas(p, tma.kvOk != 0, grid.y);
     detail::noteKvPairs(ctas > 1);
     return ctas;
 }
@@ -70,7 +69,7 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::launch(FmhaParams c
         // This launch's error alone (see KernelSm80::launch).
         void* args[] = {const_cast<FmhaParams*>(&p), &tma};
         return launchKernel(kernel, grid, dim3(Tile::kNThreads), Tile::kSmemBytes, stream, args,
-                            detail::dependentLaunch(), clusterCtas<Tile, kKv>(p, tma, grid));
+                            detail::dependentLaunch(), clusterCtas<Tile>(p, tma, grid));
     }
 }
 

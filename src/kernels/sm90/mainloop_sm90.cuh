@@ -352,7 +352,7 @@ __device__ inline bool consumersFenceGathers(bool kvTma, int i) { return !kvTma 
 // it0: the pipeline's count of tiles before this row tile's (a persistent CTA's earlier
 // tiles): tile i of the visit order uses stage (it0 + i) % kStages. qBuf: the barriers of Q's
 // buffer sQ (persistent kernels: two buffers, the tile's parity).
-// pairRank (Tile::kPairable, contiguous KV): this CTA's rank in a pair of CTAs of the same KV
+// pairRank (Tile::kPairable): this CTA's rank in a pair of CTAs of the same KV
 // head and row tile (-1: unpaired). A paired CTA's TMA loads only column block pairRank of each
 // K/V tile, multicast to both CTAs (whose full barriers each expect the whole tile); its empty
 // barriers count both CTAs' consumer warps, so that neither CTA's stage is refilled before
@@ -468,6 +468,16 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                 __syncwarp();
                 // Box c's first key within its page (non-zero only when a page holds several boxes).
                 int const inPage = (j0 + ptid * boxRows) & ((1 << pageLog2) - 1);
+                if constexpr (Tile::kPairable && kColBlocks == 2) {
+                    if (pairRank >= 0) {  // a pair: this CTA's column block of each box, into both
+                        if (ptid < boxes)
+                            cute::SM90_TMA_LOAD_MULTICAST_3D::copy(&tma.k, full, uint16_t{3}, kKeep,
+                                                                   base + pairRank * kBlockN * kSw + ptid * boxRows * kSw,
+                                                                   pairRank * kBoxCols, hkv, (page << pageLog2) + inPage);
+                        if (!lead) Barrier::arrive(full);
+                        return;
+                    }
+                }
                 if (ptid < boxes) {
 #pragma unroll
                     for (int cb = 0; cb < kColBlocks; ++cb) {
@@ -490,7 +500,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                     CUtensorMap const* map = which == kV ? &tma.v : &tma.k;
                     int32_t const row = static_cast<int32_t>(seq.kvBegin) + j0;
                     int32_t const batch = p.kvRowsFromCu ? 0 : b;
-                    if constexpr (Tile::kPairable && kKv == KvAddressing::kStrided && kColBlocks == 2) {
+                    if constexpr (Tile::kPairable && kColBlocks == 2) {
                         if (pairRank >= 0) {
                             cute::SM90_TMA_LOAD_MULTICAST_4D::copy(map, full, uint16_t{3}, kKeep,
                                                                    base + pairRank * kBlockN * kSw, pairRank * kBoxCols,
