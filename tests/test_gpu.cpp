@@ -326,12 +326,16 @@ TEST(TileShapes, ForcedShapesMatchReference) {
 // without queries, skip-softmax; a group of 3 and ViT without GQA (unpaired) beside them. Each
 // against the reference, and bit-identical to the same problem with pairs turned off (the same
 // products in the same order); the launch record shows which ran paired. Pack GQA (a KV head's
-// query heads in one tile's rows, which leaves no pair to share) is off here.
+// query heads in one tile's rows, which leaves no pair to share) is off here. Both the default
+// tiles and the persistent kernel (whose pairs walk the same items, each CTA its head), which
+// skip-softmax and split-KV parts leave for the default tiles.
 TEST(KvPairs, SharedLoadsMatchReferenceAndUnpaired) {
     FMHA_REQUIRE_GPU();
-    ScopedTileShape const shape(static_cast<int>(TileShape::kDefault));
     ScopedPackGqa const unpacked(0);
+    for (TileShape const tileShape : {TileShape::kDefault, TileShape::kPersistent})
     for (DataType dt : {DataType::kHALF, DataType::kBF16}) {
+        ScopedTileShape const shape(static_cast<int>(tileShape));
+        bool const persistent = tileShape == TileShape::kPersistent;
         std::string const t = dt == DataType::kBF16 ? "bf16" : "fp16";
         Case causal = edge("pairs_causal_" + t, Mode::kLlm, 128, {300, 513, 1, 128, 0}, {700, 1000, 900, 128, 40}, 8, 2);
         Case window = edge("pairs_window_" + t, Mode::kLlm, 128, {500, 260}, {900, 1300}, 4, 2);
@@ -352,13 +356,14 @@ TEST(KvPairs, SharedLoadsMatchReferenceAndUnpaired) {
         pagedSplit.spec.splits = 3;
         Case ragged = edge("pairs_ragged_" + t, Mode::kPagedRagged, 128, {1, 300, 0, 129}, {300, 700, 50, 1200}, 8, 4);
         for (Case* c : {&causal, &window, &noncausal, &skip, &vit, &odd, &paged16, &pagedSplit, &ragged}) {
-            SCOPED_TRACE(c->name);
+            SCOPED_TRACE(c->name + (persistent ? " persistent" : ""));
             c->spec.dtype = dt;
             double const bound = c == &skip ? 2.0 * c->spec.skip * c->spec.valueRange : 0.0;
             harness::GpuResult const paired = checkAgainstReference(c->spec, bound);
             if (paired.family != "sm90") continue;
             EXPECT_EQ(paired.packedHeads, 1);
             EXPECT_EQ(paired.pairedKv, c != &vit && c != &odd);
+            EXPECT_EQ(paired.persistent, persistent && c != &skip && c != &pagedSplit);
             ScopedKvPairs const off(0);
             harness::GpuResult const unpaired = checkAgainstReference(c->spec, bound);
             EXPECT_FALSE(unpaired.pairedKv);

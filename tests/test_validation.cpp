@@ -1390,4 +1390,44 @@ TEST(PersistentTiles, ItemsCoverEveryTileOnce) {
                 }
 }
 
+// CTA pairs over the persistent items: the two CTAs of a cluster take the same row tiles of the
+// same sequence, CTA r the unit 2u + r (neighbouring heads), and together every tile once.
+TEST(PersistentTiles, PairsTakeNeighbouringUnitsOfTheSameTiles) {
+    for (bool causal : {false, true})
+        for (int maxLen : {1, 129, 640})
+            for (int sectionUnits : {1, 3, 1000}) {
+                fmha::FmhaParams p;
+                p.causal = causal;
+                p.maxSeqLenQ = maxLen;
+                p.numQHeads = 8;
+                p.batch = 3;
+                p.persistUnits = sectionUnits;
+                fmha::PersistentTiles const tiles(p, 128, 2);
+                fmha::PersistentTiles const single(p, 128);
+                int const rowTiles = (maxLen + 127) / 128;
+                SCOPED_TRACE(testing::Message() << "causal " << causal << " maxLen " << maxLen << " section "
+                                                << sectionUnits);
+                ASSERT_EQ(tiles.clusterCtas, 2);
+                ASSERT_EQ(tiles.items * 2, single.items);  // a cluster's item: two CTAs' tiles
+                std::vector<int> seen(static_cast<size_t>(rowTiles * 8 * 3), 0);
+                for (int w = 0; w < tiles.items; ++w)
+                    for (int half = 0; half < 2; ++half) {
+                        int m[2], u[2], b[2];
+                        bool has[2];
+                        for (int r = 0; r < 2; ++r) has[r] = tiles.decode(w, half, &m[r], &u[r], &b[r], r);
+                        ASSERT_EQ(has[0], has[1]);
+                        if (!has[0]) continue;
+                        EXPECT_EQ(m[0], m[1]);
+                        EXPECT_EQ(b[0], b[1]);
+                        EXPECT_EQ(u[0] % 2, 0);
+                        EXPECT_EQ(u[1], u[0] + 1);
+                        for (int r = 0; r < 2; ++r) {
+                            ASSERT_TRUE(m[r] >= 0 && m[r] < rowTiles && u[r] >= 0 && u[r] < 8 && b[r] >= 0 && b[r] < 3);
+                            ++seen[static_cast<size_t>((b[r] * 8 + u[r]) * rowTiles + m[r])];
+                        }
+                    }
+                for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], 1) << "tile " << i;
+            }
+}
+
 }  // namespace

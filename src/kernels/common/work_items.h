@@ -21,15 +21,19 @@ namespace fmha {
 // c + grid, ... get equal shares. Sections of p.persistUnits consecutive units (head fastest)
 // follow each other; inside a section the items go step by step (the highest row tiles
 // first) across the section's units, so that the section's K/V is reread from L2.
+// clusterCtas > 1 (CTA pairs: 2): a cluster of that many CTAs takes each item, CTA r of the
+// cluster the tiles of unit clusterCtas * u + r (the units of a cluster: neighbouring heads of
+// one KV head, launchPersistent); units, unitsAll and sectionUnits then count clusters' units.
 struct PersistentTiles {
     int32_t items;  // below 2^31 (heuristics.cpp: tileShapeFor)
-    int32_t rowTiles, units, unitsAll, sectionUnits, perUnit;
+    int32_t rowTiles, units, unitsAll, sectionUnits, perUnit, clusterCtas;
     bool paired;
 
-    FMHA_HOST_DEVICE PersistentTiles(FmhaParams const& p, int blockM) {
+    FMHA_HOST_DEVICE PersistentTiles(FmhaParams const& p, int blockM, int ctasPerItem = 1) {
         int64_t const rows = static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2;
         rowTiles = static_cast<int32_t>((rows + blockM - 1) / blockM);
-        units = p.numQHeads >> p.packLog2;
+        clusterCtas = ctasPerItem > 1 ? ctasPerItem : 1;
+        units = (p.numQHeads >> p.packLog2) / clusterCtas;
         unitsAll = units * p.batch;
         sectionUnits = p.persistUnits < unitsAll ? p.persistUnits : unitsAll;
         sectionUnits = sectionUnits > 1 ? sectionUnits : 1;
@@ -38,10 +42,10 @@ struct PersistentTiles {
         items = unitsAll * perUnit;
     }
 
-    // Row tile `half` (0, then 1 for the lower tile of a pair) of item w < items: its row tile
-    // mBlock, unit (head group within the sequence) and sequence b; false where the item has
-    // no such tile.
-    FMHA_HOST_DEVICE bool decode(int w, int half, int* mBlock, int* unit, int* b) const {
+    // Row tile `half` (0, then 1 for the lower tile of a pair) of item w < items, for the
+    // cluster's CTA `rank`: its row tile mBlock, unit (head group within the sequence) and
+    // sequence b; false where the item has no such tile.
+    FMHA_HOST_DEVICE bool decode(int w, int half, int* mBlock, int* unit, int* b, int rank = 0) const {
         unsigned const perSection = static_cast<unsigned>(sectionUnits) * static_cast<unsigned>(perUnit);
         unsigned const section = static_cast<unsigned>(w) / perSection;
         unsigned const r = static_cast<unsigned>(w) - section * perSection;
@@ -52,7 +56,7 @@ struct PersistentTiles {
         int const hi = rowTiles - 1 - static_cast<int>(step), lo = static_cast<int>(step);
         if (half == 1 && (!paired || lo >= hi)) return false;
         *mBlock = half == 0 ? hi : lo;
-        *unit = static_cast<int>(u % static_cast<unsigned>(units));
+        *unit = static_cast<int>(u % static_cast<unsigned>(units)) * clusterCtas + rank;
         *b = static_cast<int>(u / static_cast<unsigned>(units));
         return true;
     }

@@ -250,22 +250,16 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     bidirUnion(p, b, q0, q1, sBidir, &bidirLo, &bidirHi);
     MaskPolicy<kBlockN> mask(p, seq, b, q0, q1, bidirLo, bidirHi);
     if (kSplits && p.numSplits > 1) mask.keepSplit(split, p.numSplits);
-    // A CTA pair (Tile::kPairable, launched as clusters of two along grid.y: two query heads of
-    // one KV head, the same row tile and sequence, so the same key tiles): rank 0 or 1, else -1.
-    int pairRank = -1;
-    if constexpr (Tile::kPairable) {
-        uint32_t n, r;
-        asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-        asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-        if (n == 2) pairRank = static_cast<int>(r);
-    }
+    // A CTA pair (Tile::kPairable, p.kvCluster == 2: launched as clusters of two along grid.y,
+    // two query heads of one KV head, the same row tile and sequence, so the same key tiles).
+    bool const paired = Tile::kPairable && p.kvCluster == 2;
     // Neither CTA of a pair leaves while the other may still write its shared memory or arrive
     // on its barriers: every thread arrives once its part is done, and waits before it leaves.
     auto pairArrive = [&] {
-        if (pairRank >= 0) asm volatile("barrier.cluster.arrive;" ::: "memory");
+        if (Tile::kPairable && p.kvCluster == 2) asm volatile("barrier.cluster.arrive;" ::: "memory");
     };
     auto pairWait = [&] {
-        if (pairRank >= 0) asm volatile("barrier.cluster.wait;" ::: "memory");
+        if (Tile::kPairable && p.kvCluster == 2) asm volatile("barrier.cluster.wait;" ::: "memory");
     };
     if (tid == 0) {
         if constexpr (Tile::kFp8) {
@@ -276,10 +270,10 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
             }
         }
         pipe.init(128, Tile::kNConsumerThreads / 32,
-                  (pairRank >= 0 ? 2 : 1) * Tile::kNConsumerThreads / 32);  // (its barrier-init fence covers vtBar)
+                  (paired ? 2 : 1) * Tile::kNConsumerThreads / 32);  // (its barrier-init fence covers vtBar)
     }
     __syncthreads();
-    if (pairRank >= 0) {  // both CTAs' barriers are set up before either multicasts or arrives remotely
+    if (paired) {  // both CTAs' barriers are set up before either multicasts or arrives remotely
         pairArrive();
         pairWait();
     }
@@ -287,8 +281,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     if (warp < 4) {
         cutlass::arch::warpgroup_reg_dealloc<Tile::kProducerRegs>();
         if (!mask.empty())
-            produceTiles<Elem, Tile, kKv>(p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid, sVt, vtBar, 0, 0,
-                                          pairRank);
+            produceTiles<Elem, Tile, kKv>(p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid, sVt, vtBar, 0, 0);
         pairArrive();
         pairWait();
         return;
@@ -320,7 +313,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
                                                      static_cast<uint32_t>(__cvta_generic_to_shared(sVt)), vtBar,
                                                      static_cast<uint32_t>(__cvta_generic_to_shared(sDrops[cwg])),
                                                      /*it0=*/0, /*qPhase=*/0, /*qBuf=*/0, /*ringOpen=*/true, /*ringClose=*/true,
-                                                     /*kvTma=*/tma.kvOk != 0, /*peer=*/pairRank >= 0 ? pairRank ^ 1 : -1};
+                                                     /*kvTma=*/tma.kvOk != 0};
         consumer.run(o, softmax);
         alignHeadColumns<Tile>(tma, hkv, D, o);
     }
@@ -354,7 +347,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
 
 // Persistent variant (TileShape::kPersistent; contiguous or paged KV, no split-KV, skip-softmax
 // or bidirectional mask): a grid of at most one CTA an SM, CTA c taking items c, c + gridDim.x,
-// ... of `tiles` (sized by the launch, and read from the kernel's parameters: the producer's
+// ... of `tiles` (CTA pairs: cluster c of the pairs, both its CTAs) (sized by the launch, and read from the kernel's parameters: the producer's
 // few registers do not hold them). The producer and the consumers walk the same row
 // tiles, the K/V pipeline's stages and phases counting on across them; the producer loads a
 // tile's Q into the other of two Q buffers once the consumers have done the last Q.K^T of the
@@ -387,6 +380,27 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     asm volatile("griddepcontrol.wait;" ::: "memory");  // as in fwdKernelSm90
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     int const tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    // CTA pairs (Tile::kPairable, clusters of two along grid.x: p.kvCluster and tiles.clusterCtas 2): both
+    // CTAs of a cluster walk the same items, rank r taking the query head of unit 2u + r, so the
+    // same key tiles, whose loads they share as fwdKernelSm90's pairs do; else rank -1.
+    bool const paired = Tile::kPairable && p.kvCluster == 2;
+    // Every thread of both CTAs of a pair (a barrier of the cluster).
+    auto clusterSync = [] {
+        asm volatile("barrier.cluster.arrive;" ::: "memory");
+        asm volatile("barrier.cluster.wait;" ::: "memory");
+    };
+    // The CTA's cluster and the grid's count of them (clusters of tiles.clusterCtas along
+    // grid.x), read afresh (volatile) where asked: the producer's few registers do not hold them.
+    auto clusterIndex = [&] {
+        unsigned c;
+        asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(c));
+        return static_cast<int>(c >> (tiles.clusterCtas - 1));
+    };
+    auto clusterCount = [&] {
+        unsigned n;
+        asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(n));
+        return static_cast<int>(n >> (tiles.clusterCtas - 1));
+    };
     if (tid == 0) {
         if constexpr (Tile::kFp8) {
             for (int s = 0; s < Tile::kStages; ++s) {
@@ -395,9 +409,10 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
                 if (Tile::kRows8) Barrier::init(&vtBar[2 * Tile::kStages + s], 128);
             }
         }
-        pipe.init(128, Tile::kNConsumerThreads / 32, Tile::kNConsumerThreads / 32);
+        pipe.init(128, Tile::kNConsumerThreads / 32, (paired ? 2 : 1) * Tile::kNConsumerThreads / 32);
     }
     __syncthreads();
+    if (paired) clusterSync();  // both CTAs' barriers are set up before either multicasts
 
     PackedRows const packed(p);
     // Both roles decode the tiles of item w alike: sequence, first query head, first row.
@@ -406,7 +421,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     };
     auto at = [&](int w, int half, TileAt* x) {
         int mBlock, unit;
-        if (!tiles.decode(w, half, &mBlock, &unit, &x->b)) return false;
+        if (!tiles.decode(w, half, &mBlock, &unit, &x->b, max(kvPairRank(p), 0))) return false;
         x->hq = unit << p.packLog2;
         x->m0 = mBlock * kBlockM;
         return true;
@@ -414,7 +429,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     // Packed Q: the zeros of the rows no tile computes, from the CTAs of the units' first row
     // tiles, before the roles part (the call would not fit the producer's few registers).
     if (p.cuQ != nullptr) {
-        for (int w = blockIdx.x; w < tiles.items; w += gridDim.x)
+        for (int w = clusterIndex(); w < tiles.items; w += clusterCount())
             for (int half = 0; half < 2; ++half) {
                 TileAt x;
                 if (at(w, half, &x) && x.m0 == 0) zeroUncomputedRows(p, SeqInfo(p, x.b), x.b, x.hq, 1 << p.packLog2);
@@ -424,14 +439,12 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     if (warp < 4) {
         cutlass::arch::warpgroup_reg_dealloc<Tile::kProducerRegs>();
         int it = 0, qIter = 0;
-        // Slot j: tile j % 2 of item blockIdx.x + (j / 2) gridDim.x (one counter: the producer's
-        // 40 registers spill with two).
+        // Slot j: tile j % 2 of item c + (j / 2) n, c the CTA's cluster of n (one counter: the
+        // producer's 40 registers spill with two).
 #pragma unroll 1
         for (int j = 0;; ++j) {
-            unsigned cta, ctas;  // read afresh each tile (volatile): FP8's producer spilled them
-            asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(cta));
-            asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(ctas));
-            unsigned const w = cta + (j >> 1) * ctas;
+            // read afresh each tile (volatile): FP8's producer spilled them
+            unsigned const w = static_cast<unsigned>(clusterIndex()) + (j >> 1) * static_cast<unsigned>(clusterCount());
             if (w >= static_cast<unsigned>(tiles.items)) break;
             TileAt x;
             if (!at(w, j & 1, &x)) continue;
@@ -448,6 +461,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
             it += mask.nBlockMax - mask.nBlockMin;
             ++qIter;
         }
+        if (Tile::kPairable && p.kvCluster == 2) clusterSync();  // neither CTA leaves while the other may still arrive on its barriers
         return;
     }
     cutlass::arch::warpgroup_reg_alloc<Tile::kConsumerRegs>();
@@ -460,7 +474,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     uint32_t const sStage = static_cast<uint32_t>(__cvta_generic_to_shared(sO)) + cwarp * Tile::kBytesOWarp;
     int it = 0, qIter = 0;
 #pragma unroll 1
-    for (int w = blockIdx.x; w < tiles.items; w += gridDim.x) {
+    for (int w = clusterIndex(); w < tiles.items; w += clusterCount()) {
 #pragma unroll 1
         for (int half = 0; half < 2; ++half) {
             TileAt x;
@@ -504,6 +518,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     if constexpr (Tile::kPingPong)
         if (qIter > 0 && cwg == 0) cutlass::arch::NamedBarrier::sync(256, Tile::kBarrierTurn0);
     if (lane == 0) cute::tma_store_wait<0>();  // sStage outlives its last store's reads
+    if (Tile::kPairable && p.kvCluster == 2) clusterSync();
 }
 
 }  // namespace fmha::sm90

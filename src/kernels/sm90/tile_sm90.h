@@ -185,12 +185,12 @@ struct TileSm90 {
     static constexpr int kSlack8 = FMHA_SM90_SLACK8 >= 0 ? FMHA_SM90_SLACK8 : kFp8 ? 6 : kHeadDim == 64 ? 0 : 64;
     static_assert(!kFp8 || kSlack8 <= 6, "FP8 P within E4M3's range");
     static constexpr float kPScale = static_cast<float>(1 << kPLog2);
-    // kPairable: the non-persistent 16-bit D=128 tiles (two 64-column blocks a K/V row; contiguous
-    // or paged KV, whose TMA boxes pair alike) may run
-    // as clusters of two CTAs of the same KV head (two query heads of its group, the same row
-    // tile), each loading one column block of every K/V tile by TMA and multicasting it to both,
-    // so that the pair reads each tile from L2 once (the launch decides: KernelSm90::launch).
-    static constexpr bool kPairable = !kFp8 && kHeadDim == 128 && kNConsumerWarpGroups == 2 && !kPersistent;
+    // kPairable: the 16-bit D=128 tiles (two 64-column blocks a K/V row; contiguous or paged KV,
+    // whose TMA boxes pair alike; persistent or not) may run as clusters of two CTAs of the same
+    // KV head (two query heads of its group, the same row tiles), each loading one column block
+    // of every K/V tile by TMA and multicasting it to both, so that the pair reads each tile from
+    // L2 once (the launch decides: KernelSm90::launch).
+    static constexpr bool kPairable = !kFp8 && kHeadDim == 128 && kNConsumerWarpGroups == 2;
     // FP8: the producer warpgroup's barrier after it has read a raw V stage (named barrier 6).
     static constexpr int kBarrierProducer = 6;
 };
