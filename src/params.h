@@ -116,10 +116,6 @@ struct FmhaParams {
     // part's CTA counts itself in once its rows are in the workspace; the last one merges the
     // parts (combineRow) and sets the counter back to zero. Null: the combine kernel merges.
     int32_t* splitCounters = nullptr;
-    // Hopper CTA pairs (sm90 TileSm90::kPairable): the CTAs of a cluster, 2 where the launch runs
-    // as pairs that share their K/V loads, else 1. Set by the launch; the kernels read it (and
-    // the CTA's rank in its cluster) where they need it, not holding it in registers.
-    int32_t kvCluster = 1;
 };
 
 }  // namespace fmha

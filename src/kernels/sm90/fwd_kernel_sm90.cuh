@@ -250,16 +250,22 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     bidirUnion(p, b, q0, q1, sBidir, &bidirLo, &bidirHi);
     MaskPolicy<kBlockN> mask(p, seq, b, q0, q1, bidirLo, bidirHi);
     if (kSplits && p.numSplits > 1) mask.keepSplit(split, p.numSplits);
-    // A CTA pair (Tile::kPairable, p.kvCluster == 2: launched as clusters of two along grid.y,
-    // two query heads of one KV head, the same row tile and sequence, so the same key tiles).
-    bool const paired = Tile::kPairable && p.kvCluster == 2;
+    // A CTA pair (Tile::kPairable, launched as clusters of two along grid.y: two query heads of
+    // one KV head, the same row tile and sequence, so the same key tiles): rank 0 or 1, else -1.
+    int pairRank = -1;
+    if constexpr (Tile::kPairable) {
+        uint32_t n, r;
+        asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+        asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+        if (n == 2) pairRank = static_cast<int>(r);
+    }
     // Neither CTA of a pair leaves while the other may still write its shared memory or arrive
     // on its barriers: every thread arrives once its part is done, and waits before it leaves.
     auto pairArrive = [&] {
-        if (Tile::kPairable && p.kvCluster == 2) asm volatile("barrier.cluster.arrive;" ::: "memory");
+        if (pairRank >= 0) asm volatile("barrier.cluster.arrive;" ::: "memory");
     };
     auto pairWait = [&] {
-        if (Tile::kPairable && p.kvCluster == 2) asm volatile("barrier.cluster.wait;" ::: "memory");
+        if (pairRank >= 0) asm volatile("barrier.cluster.wait;" ::: "memory");
     };
     if (tid == 0) {
         if constexpr (Tile::kFp8) {
@@ -270,10 +276,10 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
             }
         }
         pipe.init(128, Tile::kNConsumerThreads / 32,
-                  (paired ? 2 : 1) * Tile::kNConsumerThreads / 32);  // (its barrier-init fence covers vtBar)
+                  (pairRank >= 0 ? 2 : 1) * Tile::kNConsumerThreads / 32);  // (its barrier-init fence covers vtBar)
     }
     __syncthreads();
-    if (paired) {  // both CTAs' barriers are set up before either multicasts or arrives remotely
+    if (pairRank >= 0) {  // both CTAs' barriers are set up before either multicasts or arrives remotely
         pairArrive();
         pairWait();
     }
@@ -281,7 +287,8 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     if (warp < 4) {
         cutlass::arch::warpgroup_reg_dealloc<Tile::kProducerRegs>();
         if (!mask.empty())
-            produceTiles<Elem, Tile, kKv>(p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid, sVt, vtBar, 0, 0);
+            produceTiles<Elem, Tile, kKv>(p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid, sVt, vtBar, 0, 0,
+                                          pairRank);
         pairArrive();
         pairWait();
         return;
@@ -313,7 +320,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
                                                      static_cast<uint32_t>(__cvta_generic_to_shared(sVt)), vtBar,
                                                      static_cast<uint32_t>(__cvta_generic_to_shared(sDrops[cwg])),
                                                      /*it0=*/0, /*qPhase=*/0, /*qBuf=*/0, /*ringOpen=*/true, /*ringClose=*/true,
-                                                     /*kvTma=*/tma.kvOk != 0};
+                                                     /*kvTma=*/tma.kvOk != 0, /*peer=*/pairRank >= 0 ? pairRank ^ 1 : -1};
         consumer.run(o, softmax);
         alignHeadColumns<Tile>(tma, hkv, D, o);
     }
@@ -347,8 +354,8 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
 
 // Persistent variant (TileShape::kPersistent; contiguous or paged KV, no split-KV, skip-softmax
 // or bidirectional mask): a grid of at most one CTA an SM, CTA c taking items c, c + gridDim.x,
-// ... of `tiles` (CTA pairs: cluster c of the pairs, both its CTAs) (sized by the launch, and read from the kernel's parameters: the producer's
-// few registers do not hold them). The producer and the consumers walk the same row
+// ... of `tiles` (CTA pairs: cluster c of them, both its CTAs; sized by the launch, and read
+// from the kernel's parameters: the producer's few registers do not hold them). The producer and the consumers walk the same row
 // tiles, the K/V pipeline's stages and phases counting on across them; the producer loads a
 // tile's Q into the other of two Q buffers once the consumers have done the last Q.K^T of the
 // tile before it in that buffer (pipe.qEmpty), and its first K/V as stages free, so that they
@@ -380,10 +387,22 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     asm volatile("griddepcontrol.wait;" ::: "memory");  // as in fwdKernelSm90
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     int const tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    // CTA pairs (Tile::kPairable, clusters of two along grid.x: p.kvCluster and tiles.clusterCtas 2): both
-    // CTAs of a cluster walk the same items, rank r taking the query head of unit 2u + r, so the
-    // same key tiles, whose loads they share as fwdKernelSm90's pairs do; else rank -1.
-    bool const paired = Tile::kPairable && p.kvCluster == 2;
+    // CTA pairs (Tile::kPairable, clusters of two along grid.x: tiles.clusterCtas 2): both CTAs
+    // of a cluster walk the same items, rank r taking the query head of unit 2u + r, so the same
+    // key tiles, whose loads they share as fwdKernelSm90's pairs do.
+    bool const paired = Tile::kPairable && tiles.clusterCtas == 2;
+    // The CTA's rank in its pair, else -1: read afresh where asked (volatile), so that no
+    // register holds it across the loops.
+    auto pairRankNow = [&] {
+        if (!(Tile::kPairable && tiles.clusterCtas == 2)) return -1;
+        uint32_t r;
+        asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+        return static_cast<int>(r);
+    };
+    auto peerNow = [&] {  // the other CTA of the pair, else -1
+        int const r = pairRankNow();
+        return r >= 0 ? r ^ 1 : -1;
+    };
     // Every thread of both CTAs of a pair (a barrier of the cluster).
     auto clusterSync = [] {
         asm volatile("barrier.cluster.arrive;" ::: "memory");
@@ -421,7 +440,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     };
     auto at = [&](int w, int half, TileAt* x) {
         int mBlock, unit;
-        if (!tiles.decode(w, half, &mBlock, &unit, &x->b, max(kvPairRank(p), 0))) return false;
+        if (!tiles.decode(w, half, &mBlock, &unit, &x->b, max(pairRankNow(), 0))) return false;
         x->hq = unit << p.packLog2;
         x->m0 = mBlock * kBlockM;
         return true;
@@ -457,11 +476,13 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
             int const qBuf = qIter & 1;
             Barrier::wait(&pipe.qEmpty[qBuf], ((qIter >> 1) & 1) ^ 1);  // the tile before last's Q is read
             produceTiles<Elem, Tile, kKv>(p, tma, seq, mask, x.b, x.hq, x.hq / p.headGroup, x.m0,
-                                          sQ + qBuf * Tile::kBytesQ, sK, sV, pipe, tid, sVt, vtBar, it, qBuf);
+                                          sQ + qBuf * Tile::kBytesQ, sK, sV, pipe, tid, sVt, vtBar, it, qBuf,
+                                          pairRankNow());
             it += mask.nBlockMax - mask.nBlockMin;
             ++qIter;
         }
-        if (Tile::kPairable && p.kvCluster == 2) clusterSync();  // neither CTA leaves while the other may still arrive on its barriers
+        // Neither CTA of a pair leaves while the other may still arrive on its barriers.
+        if (Tile::kPairable && tiles.clusterCtas == 2) clusterSync();
         return;
     }
     cutlass::arch::warpgroup_reg_alloc<Tile::kConsumerRegs>();
@@ -498,7 +519,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
                                                       warpRow0 + g, t, lane == 0, cwg, -INFINITY, sVtAddr, vtBar, 0U, it,
                                                       static_cast<uint32_t>((qIter >> 1) & 1), qBuf,
                                                       /*ringOpen=*/qIter == 0, /*ringClose=*/false,
-                                                      /*kvTma=*/tma.kvOk != 0};
+                                                      /*kvTma=*/tma.kvOk != 0, /*peer=*/peerNow()};
                 consumer.run(o, softmax);
                 alignHeadColumns<Tile>(tma, x.hq / p.headGroup, p.headDim, o);
                 it += mask.nBlockMax - mask.nBlockMin;
@@ -518,7 +539,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)
     if constexpr (Tile::kPingPong)
         if (qIter > 0 && cwg == 0) cutlass::arch::NamedBarrier::sync(256, Tile::kBarrierTurn0);
     if (lane == 0) cute::tma_store_wait<0>();  // sStage outlives its last store's reads
-    if (Tile::kPairable && p.kvCluster == 2) clusterSync();
+    if (Tile::kPairable && tiles.clusterCtas == 2) clusterSync();
 }
 
 }  // namespace fmha::sm90

@@ -87,7 +87,6 @@ cudaError_t launchPersistent(void const* kernel, FmhaParams p, TmaDescs& tma, cu
     // each with one of the two query heads of a KV head that the item's unit pair holds; as many
     // clusters as the SMs hold.
     unsigned const ctas = clusterCtas<Tile>(p, tma, static_cast<unsigned>(p.numQHeads >> p.packLog2));
-    p.kvCluster = static_cast<int32_t>(ctas);
     PersistentTiles tiles(p, Tile::kBlockM, static_cast<int>(ctas));
     int resident = sms;  // clusters the device holds at once: pairs need two SMs of one GPC
     if (ctas > 1) {
@@ -115,12 +114,10 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::launch(FmhaParams c
         int64_t const rows = static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2;
         dim3 const grid(static_cast<unsigned>((rows + Tile::kBlockM - 1) / Tile::kBlockM * p.numSplits),
                         static_cast<unsigned>(p.numQHeads >> p.packLog2), static_cast<unsigned>(p.batch));
-        FmhaParams q = p;
-        q.kvCluster = static_cast<int32_t>(clusterCtas<Tile>(p, tma, grid.y));
         // This launch's error alone (see KernelSm80::launch).
-        void* args[] = {&q, &tma};
+        void* args[] = {const_cast<FmhaParams*>(&p), &tma};
         return launchKernel(kernel, grid, dim3(Tile::kNThreads), Tile::kSmemBytes, stream, args,
-                            detail::dependentLaunch(), dim3(1, static_cast<unsigned>(q.kvCluster), 1));
+                            detail::dependentLaunch(), dim3(1, clusterCtas<Tile>(p, tma, grid.y), 1));
     }
 }
 

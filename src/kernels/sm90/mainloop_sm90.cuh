@@ -325,15 +325,6 @@ struct PipelineSm90 {
 
 enum : int { kK = 0, kV = 1 };
 
-// A CTA pair's rank in its cluster (p.kvCluster == 2), else -1: read afresh where asked
-// (volatile), so that no register holds it across the loops.
-__device__ inline int kvPairRank(FmhaParams const& p) {
-    if (p.kvCluster != 2) return -1;
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return static_cast<int>(r);
-}
-
 // Who makes a gathered K/V stage of tile i of the visit order (cp.async: generic-proxy writes)
 // visible to the wgmma's async proxy. The consumers, after their wait, where the CTA has no K/V
 // TMA descriptor (kvTma false: every tile may be gathered) and on the first tile (a ragged
@@ -361,17 +352,17 @@ __device__ inline bool consumersFenceGathers(bool kvTma, int i) { return !kvTma 
 // it0: the pipeline's count of tiles before this row tile's (a persistent CTA's earlier
 // tiles): tile i of the visit order uses stage (it0 + i) % kStages. qBuf: the barriers of Q's
 // buffer sQ (persistent kernels: two buffers, the tile's parity).
-// CTA pairs (Tile::kPairable, p.kvCluster == 2; kvPairRank): two CTAs of the same KV head and
-// row tile. A paired CTA's TMA loads only column block kvPairRank(p) of each K/V tile,
-// multicast to both CTAs (whose full barriers each expect the whole tile); its empty barriers
-// count both CTAs' consumer warps, so that neither CTA's stage is refilled before both have
-// read it.
+// pairRank (Tile::kPairable): this CTA's rank in a pair of CTAs of the same KV
+// head and row tile (-1: unpaired). A paired CTA's TMA loads only column block pairRank of each
+// K/V tile, multicast to both CTAs (whose full barriers each expect the whole tile); its empty
+// barriers count both CTAs' consumer warps, so that neither CTA's stage is refilled before
+// both have read it.
 template <class Elem, class Tile, KvAddressing kKv>
 __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq,
                                     MaskPolicy<Tile::kBlockN> const& mask, int b, int hq, int hkv, int m0,
                                     unsigned char* sQ, unsigned char* sK, unsigned char* sV,
                                     PipelineSm90<Tile::kStages, Tile::kQBuffers>& pipe, int ptid, unsigned char* sVt = nullptr,
-                                    uint64_t* vtBar = nullptr, int it0 = 0, int qBuf = 0) {
+                                    uint64_t* vtBar = nullptr, int it0 = 0, int qBuf = 0, int pairRank = -1) {
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kStages = Tile::kStages;
     constexpr int kSw = Tile::kSwizzleBytes;  // bytes of a row in one swizzled block (128, or 64)
     constexpr int kChunks = Tile::kRowBytes / 16, kColBlocks = Tile::kRowBytes / kSw, kElemBytes = ElemTraits<Elem>::kBytes;
@@ -478,8 +469,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                 // Box c's first key within its page (non-zero only when a page holds several boxes).
                 int const inPage = (j0 + ptid * boxRows) & ((1 << pageLog2) - 1);
                 if constexpr (Tile::kPairable && kColBlocks == 2) {
-                    if (p.kvCluster == 2) {  // a pair: this CTA's column block of each box, into both
-                        int const pairRank = kvPairRank(p);
+                    if (pairRank >= 0) {  // a pair: this CTA's column block of each box, into both
                         if (ptid < boxes)
                             cute::SM90_TMA_LOAD_MULTICAST_3D::copy(&tma.k, full, uint16_t{3}, kKeep,
                                                                    base + pairRank * kBlockN * kSw + ptid * boxRows * kSw,
@@ -511,8 +501,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                     int32_t const row = static_cast<int32_t>(seq.kvBegin) + j0;
                     int32_t const batch = p.kvRowsFromCu ? 0 : b;
                     if constexpr (Tile::kPairable && kColBlocks == 2) {
-                        if (p.kvCluster == 2) {
-                            int const pairRank = kvPairRank(p);
+                        if (pairRank >= 0) {
                             cute::SM90_TMA_LOAD_MULTICAST_4D::copy(map, full, uint16_t{3}, kKeep,
                                                                    base + pairRank * kBlockN * kSw, pairRank * kBoxCols,
                                                                    row, hkv, batch);
@@ -651,6 +640,9 @@ struct ConsumerSm90 {
     bool ringClose = true;
     // The CTA has K/V TMA descriptors (TmaDescs::kvOk): see consumersFenceGathers.
     bool kvTma = true;
+    // A CTA pair's other CTA (produceTiles' pairRank), whose empty barriers this CTA's warps
+    // also arrive on; -1 unpaired.
+    int peer = -1;
 
     // Ping-pong: the warpgroups take turns issuing their GEMMs in a ring (0, 1[, 2], 0, ...),
     // so that the tensor cores run one warpgroup's GEMMs while the others do their softmax.
@@ -684,8 +676,8 @@ struct ConsumerSm90 {
         uint64_t* bar = Tile::kFp8 && which == kV ? &vtBar[kStages + it % kStages] : &pipe.empty[which][it % kStages];
         if (leadLane) {
             Barrier::arrive(bar);
-            if constexpr (Tile::kPairable)  // a CTA pair: the other CTA's barrier too
-                if (p.kvCluster == 2) Barrier::arrive(bar, static_cast<uint32_t>(kvPairRank(p) ^ 1), 1u);
+            if constexpr (Tile::kPairable)
+                if (peer >= 0) Barrier::arrive(bar, static_cast<uint32_t>(peer), 1u);
         }
     }
     __device__ void issuePVStage(uint32_t (&pa)[kPSteps][4], int i, float (&o)[kDimO / 2]) const {
