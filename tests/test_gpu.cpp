@@ -319,56 +319,60 @@ TEST(TileShapes, ForcedShapesMatchReference) {
     }
 }
 
-// CTA pairs of the Hopper family's default 16-bit D=65-128 tiles over contiguous KV (two query
-// heads of a KV head sharing each K/V tile's TMA loads, each multicasting one column block to
-// both): groups of 2 and 4 query heads (paired), lengths on and off the 128-key tiles (a pair's
-// ragged last tile gathered by each CTA alone), causal, a window, non-causal D=96, a sequence
-// without queries, skip-softmax; a group of 3 and ViT without GQA (unpaired) beside them. Each
-// against the reference, and bit-identical to the same problem with pairs turned off (the same
-// products in the same order); the launch record shows which ran paired. Pack GQA (a KV head's
-// query heads in one tile's rows, which leaves no pair to share) is off here. Both the default
-// tiles and the persistent kernel (whose pairs walk the same items, each CTA its head), which
-// skip-softmax and split-KV parts leave for the default tiles.
+// CTA pairs of the Hopper family's 16-bit D=65-128 tiles (two query heads of a KV head sharing
+// each K/V tile's TMA loads, each multicasting one column block to both), in the default tiles
+// and the persistent kernel (whose pairs walk the same items, each CTA its head; skip-softmax
+// and split-KV parts leave it for the default tiles): groups of 2 and 4 query heads (paired),
+// lengths on and off the 128-key tiles (a pair's ragged last tile gathered by each CTA alone),
+// causal, a window, non-causal D=96, a sequence without queries, skip-softmax, paged KV over
+// pages of 16 and 128 with forced split parts, the ragged mode; a group of 3 and ViT without GQA
+// (unpaired) beside them. Each against the reference, and bit-identical to the same problem with
+// pairs turned off (the same products in the same order); the launch record shows which ran
+// paired and persistent. Pack GQA (a KV head's query heads in one tile's rows, which leaves no
+// pair to share) is off here.
 TEST(KvPairs, SharedLoadsMatchReferenceAndUnpaired) {
     FMHA_REQUIRE_GPU();
     ScopedPackGqa const unpacked(0);
-    for (TileShape const tileShape : {TileShape::kDefault, TileShape::kPersistent})
-    for (DataType dt : {DataType::kHALF, DataType::kBF16}) {
-        ScopedTileShape const shape(static_cast<int>(tileShape));
-        bool const persistent = tileShape == TileShape::kPersistent;
-        std::string const t = dt == DataType::kBF16 ? "bf16" : "fp16";
-        Case causal = edge("pairs_causal_" + t, Mode::kLlm, 128, {300, 513, 1, 128, 0}, {700, 1000, 900, 128, 40}, 8, 2);
-        Case window = edge("pairs_window_" + t, Mode::kLlm, 128, {500, 260}, {900, 1300}, 4, 2);
-        window.spec.window = 200;
-        Case noncausal = edge("pairs_noncausal_d96_" + t, Mode::kLlm, 96, {200, 77}, {2500, 900}, 6, 3);
-        noncausal.spec.causal = false;
-        Case skip;  // skip-softmax on a problem built to skip (within its documented bound)
-        skip.name = "pairs_skip_" + t;
-        skip.spec = skipSpec(Mode::kLlm, dt, 0.05F);
-        Case vit = edge("pairs_vit_" + t, Mode::kVit, 128, {1, 300, 0, 1100}, {1, 300, 0, 1100}, 4, 4);
-        Case odd = edge("pairs_group3_" + t, Mode::kLlm, 128, {300, 129}, {700, 1000}, 12, 4);
-        // Paged KV: pages of 16 (eight boxes a tile) and 128, split-KV parts, the ragged mode.
-        Case paged16 = edge("pairs_paged16_" + t, Mode::kPaged, 128, {300, 40}, {1500, 2000}, 4, 2);
-        paged16.spec.pageSize = 16;
-        paged16.spec.splits = 1;
-        Case pagedSplit = edge("pairs_paged_split_d96_" + t, Mode::kPaged, 96, {70, 5}, {3000, 900}, 6, 3);
-        pagedSplit.spec.pageSize = 128;
-        pagedSplit.spec.splits = 3;
-        Case ragged = edge("pairs_ragged_" + t, Mode::kPagedRagged, 128, {1, 300, 0, 129}, {300, 700, 50, 1200}, 8, 4);
-        for (Case* c : {&causal, &window, &noncausal, &skip, &vit, &odd, &paged16, &pagedSplit, &ragged}) {
-            SCOPED_TRACE(c->name + (persistent ? " persistent" : ""));
-            c->spec.dtype = dt;
-            double const bound = c == &skip ? 2.0 * c->spec.skip * c->spec.valueRange : 0.0;
-            harness::GpuResult const paired = checkAgainstReference(c->spec, bound);
-            if (paired.family != "sm90") continue;
-            EXPECT_EQ(paired.packedHeads, 1);
-            EXPECT_EQ(paired.pairedKv, c != &vit && c != &odd);
-            EXPECT_EQ(paired.persistent, persistent && c != &skip && c != &pagedSplit);
-            ScopedKvPairs const off(0);
-            harness::GpuResult const unpaired = checkAgainstReference(c->spec, bound);
-            EXPECT_FALSE(unpaired.pairedKv);
-            EXPECT_TRUE(paired.o == unpaired.o) << "paired and unpaired outputs differ";
-            EXPECT_TRUE(paired.lse == unpaired.lse);
+    for (TileShape const tileShape : {TileShape::kDefault, TileShape::kPersistent}) {
+        for (DataType dt : {DataType::kHALF, DataType::kBF16}) {
+            ScopedTileShape const shape(static_cast<int>(tileShape));
+            bool const persistent = tileShape == TileShape::kPersistent;
+            std::string const t = dt == DataType::kBF16 ? "bf16" : "fp16";
+            Case causal =
+                edge("pairs_causal_" + t, Mode::kLlm, 128, {300, 513, 1, 128, 0}, {700, 1000, 900, 128, 40}, 8, 2);
+            Case window = edge("pairs_window_" + t, Mode::kLlm, 128, {500, 260}, {900, 1300}, 4, 2);
+            window.spec.window = 200;
+            Case noncausal = edge("pairs_noncausal_d96_" + t, Mode::kLlm, 96, {200, 77}, {2500, 900}, 6, 3);
+            noncausal.spec.causal = false;
+            Case skip;  // skip-softmax on a problem built to skip (within its documented bound)
+            skip.name = "pairs_skip_" + t;
+            skip.spec = skipSpec(Mode::kLlm, dt, 0.05F);
+            Case vit = edge("pairs_vit_" + t, Mode::kVit, 128, {1, 300, 0, 1100}, {1, 300, 0, 1100}, 4, 4);
+            Case odd = edge("pairs_group3_" + t, Mode::kLlm, 128, {300, 129}, {700, 1000}, 12, 4);
+            // Paged KV: pages of 16 (eight boxes a tile) and 128, split-KV parts, the ragged mode.
+            Case paged16 = edge("pairs_paged16_" + t, Mode::kPaged, 128, {300, 40}, {1500, 2000}, 4, 2);
+            paged16.spec.pageSize = 16;
+            paged16.spec.splits = 1;
+            Case pagedSplit = edge("pairs_paged_split_d96_" + t, Mode::kPaged, 96, {70, 5}, {3000, 900}, 6, 3);
+            pagedSplit.spec.pageSize = 128;
+            pagedSplit.spec.splits = 3;
+            Case ragged =
+                edge("pairs_ragged_" + t, Mode::kPagedRagged, 128, {1, 300, 0, 129}, {300, 700, 50, 1200}, 8, 4);
+            for (Case* c : {&causal, &window, &noncausal, &skip, &vit, &odd, &paged16, &pagedSplit, &ragged}) {
+                SCOPED_TRACE(c->name + (persistent ? " persistent" : ""));
+                c->spec.dtype = dt;
+                double const bound = c == &skip ? 2.0 * c->spec.skip * c->spec.valueRange : 0.0;
+                harness::GpuResult const paired = checkAgainstReference(c->spec, bound);
+                if (paired.family != "sm90") continue;
+                EXPECT_EQ(paired.packedHeads, 1);
+                EXPECT_EQ(paired.pairedKv, c != &vit && c != &odd);
+                EXPECT_EQ(paired.persistent, persistent && c != &skip && c != &pagedSplit);
+                ScopedKvPairs const off(0);
+                harness::GpuResult const unpaired = checkAgainstReference(c->spec, bound);
+                EXPECT_FALSE(unpaired.pairedKv);
+                EXPECT_TRUE(paired.o == unpaired.o) << "paired and unpaired outputs differ";
+                EXPECT_TRUE(paired.lse == unpaired.lse);
+            }
         }
     }
 }

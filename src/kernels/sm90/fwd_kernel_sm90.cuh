@@ -352,17 +352,17 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     pairWait();
 }
 
-// Persistent variant (TileShape::kPersistent; contiguous or paged KV, no split-KV, skip-softmax
-// or bidirectional mask): a grid of at most one CTA an SM, CTA c taking items c, c + gridDim.x,
-// ... of `tiles` (CTA pairs: cluster c of them, both its CTAs; sized by the launch, and read
-// from the kernel's parameters: the producer's few registers do not hold them). The producer and the consumers walk the same row
-// tiles, the K/V pipeline's stages and phases counting on across them; the producer loads a
-// tile's Q into the other of two Q buffers once the consumers have done the last Q.K^T of the
-// tile before it in that buffer (pipe.qEmpty), and its first K/V as stages free, so that they
-// land while the consumers finish the previous tile. The consumer warpgroups' ping-pong ring
-// goes on across tiles: warpgroup 0 issues a tile's first Q.K^T as soon as the last
-// warpgroup has issued the previous tile's last P.V, not after its epilogue. The output is
-// staged in shared memory of its own, each warp its 16 rows, and leaves by one TMA store a warp
+// Persistent variant (TileShape::kPersistent; contiguous or paged KV, no split-KV, skip-softmax or
+// bidirectional mask): a grid of at most one CTA an SM, CTA c taking items c, c + gridDim.x, ...
+// of `tiles` (CTA pairs: cluster c of them, both its CTAs; sized by the launch, and read from the
+// kernel's parameters: the producer's few registers do not hold them). The producer and the
+// consumers walk the same row tiles, the K/V pipeline's stages and phases counting on across them;
+// the producer loads a tile's Q into the other of two Q buffers once the consumers have done the
+// last Q.K^T of the tile before it in that buffer (pipe.qEmpty), and its first K/V as stages free,
+// so that they land while the consumers finish the previous tile. The consumer warpgroups'
+// ping-pong ring goes on across tiles: warpgroup 0 issues a tile's first Q.K^T as soon as the last
+// warpgroup has issued the previous tile's last P.V, not after its epilogue. The output is staged
+// in shared memory of its own, each warp its 16 rows, and leaves by one TMA store a warp
 // (storeWarpRowsTma), which the warp waits for only before its next tile's staging.
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, 1)

@@ -54,7 +54,8 @@ inline cudaError_t maxClusters(void const* kernel, int device, unsigned ctas, un
     config.numAttrs = 1;
     cudaError_t const err = cudaOccupancyMaxActiveClusters(clusters, kernel, &config);
     if (err != cudaSuccess) return err;
-    if (device >= 0 && device < kCachedDevices && *clusters > 0) cache[device].store(*clusters, std::memory_order_relaxed);
+    if (device >= 0 && device < kCachedDevices && *clusters > 0)
+        cache[device].store(*clusters, std::memory_order_relaxed);
     return cudaSuccess;
 }
 
