@@ -10,7 +10,8 @@ namespace fmha {
 // kernel's blocks have all signalled griddepcontrol.launch_dependents, or ended). Such a
 // kernel must execute griddepcontrol.wait, which returns once the kernel ahead has completed
 // and its memory is visible, before it reads or writes global memory. Returns the launch's
-// own error. cluster (sm_90): thread-block clusters of that shape where it holds more than one block.
+// own error. cluster (sm_90): thread-block clusters of that shape, where it holds more than
+// one block.
 inline cudaError_t launchKernel(void const* kernel, dim3 grid, dim3 block, size_t smemBytes, cudaStream_t stream,
                                 void** args, bool dependent, dim3 cluster = dim3(1, 1, 1)) {
     bool const clustered = cluster.x * cluster.y * cluster.z > 1;

@@ -32,8 +32,9 @@ unsigned clusterCtas(FmhaParams const& p, TmaDescs const& tma, unsigned heads) {
     return ctas;
 }
 
-// The clusters of `ctas` CTAs of `kernel` that `device` holds at once (cudaOccupancyMaxActiveClusters),
-// kept in cache[device] (0: not asked yet) for the devices below kCachedDevices.
+// The clusters of `ctas` CTAs of `kernel` that `device` holds at once
+// (cudaOccupancyMaxActiveClusters), kept in cache[device] (0: not asked yet) for the devices
+// below kCachedDevices.
 constexpr int kCachedDevices = 16;
 inline cudaError_t maxClusters(void const* kernel, int device, unsigned ctas, unsigned threads, size_t smem,
                                std::atomic<int>* cache, int* clusters) {
