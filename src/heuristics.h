@@ -25,7 +25,7 @@ unsigned long long* setSkipStats(unsigned long long* counters);
 bool dependentLaunch();
 
 // Whether the Hopper family's pairable launches (sm90 TileSm90::kPairable, contiguous or paged KV,
-// grid.y's neighbours in one KV head's group) run as CTA pairs that share their K/V loads: yes,
+// persistent or not; neighbouring heads of one KV head's group) run as CTA pairs that share their K/V loads: yes,
 // unless FMHA_KV_PAIRS=0 in the environment (measurement) or a test sets 0 here (-1:
 // automatic); returns the previous setting. noteKvPairs: what the launch on this thread chose
 // (the launch record's pairedKv), reset before each launch.
@@ -33,9 +33,9 @@ bool kvPairs();
 int setKvPairs(int mode);
 void noteKvPairs(bool paired);
 bool lastKvPairs();
-// The CTAs a cluster of a pairable launch (grid.y of gridY tiles of 1 << p.packLog2 query heads;
-// kvTma: the launch has K/V TMA descriptors): 2 where grid.y's neighbours 2k, 2k + 1 are query
-// heads of one KV head and pairs are on (kvPairs), else 1.
+// The CTAs a cluster of a pairable launch (gridY: its tiles of 1 << p.packLog2 query heads a
+// sequence, grid.y or a persistent launch's units; kvTma: the launch has K/V TMA descriptors): 2
+// where neighbours 2k, 2k + 1 are query heads of one KV head and pairs are on (kvPairs), else 1.
 unsigned kvClusterCtas(FmhaParams const& p, bool kvTma, unsigned gridY);
 
 // The Hopper tile shape for p (filled params; the shapes built: dispatch.h): the default, or
