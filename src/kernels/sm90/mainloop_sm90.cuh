@@ -694,10 +694,12 @@ struct ConsumerSm90 {
     // where the warp drops the tile instead: s, rescale and the softmax state are then left as
     // they are.
     // rm: the mask rows of this thread's two query rows; live: which of them are real rows.
-    template <bool kMasked>
+    // beforeExps(scores): called on a kept tile once its reference max is set, before the
+    // exponentials (body: Tile::kExpsAfterPV).
+    template <bool kMasked, class Hook = NoHook>
     __device__ bool softmaxStep(float (&s)[kBlockN / 2], int n, typename Mask::Row const (&rm)[2],
                                 bool const (&live)[2], OnlineSoftmax<2>& softmax, float (&rescale)[2],
-                                bool& moved) const {
+                                bool& moved, Hook const& beforeExps = {}) const {
         if constexpr (kMasked) {
 #pragma unroll
             for (int r = 0; r < 2; ++r)
@@ -724,8 +726,9 @@ struct ConsumerSm90 {
             if (__all_sync(0xffffffffu, mine)) return true;
         }
         if constexpr (Tile::kSlack8 > 0) {
-            moved = softmax.template updateWarp<Tile::kSlack8, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
+            moved = softmax.template updateWarp<Tile::kSlack8, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale, beforeExps);
         } else {
+            beforeExps(sr);
             softmax.template update<kNT * 2, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
             moved = true;
         }
@@ -836,7 +839,15 @@ struct ConsumerSm90 {
         cute::warpgroup_wait<kPV ? 1 : 0>();  // Q.K^T done; P.V still reads pa and writes o
         fenceOperands(s);
         release(kK, i);
-        dropped = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale, moved);
+        // Tile::kExpsAfterPV: the P.V's wait before the exponentials (the scores pinned behind it).
+        auto waitPV = [](float (&sr)[2][kBlockN / 4]) {
+            if constexpr (Tile::kExpsAfterPV) {
+                cute::warpgroup_wait<0>();
+#pragma unroll
+                for (int r = 0; r < 2; ++r) fenceOperands(sr[r]);
+            }
+        };
+        dropped = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale, moved, waitPV);
         cute::warpgroup_wait<0>();
         fenceOperands(o);
         fenceOperands(pa);  // pa stays live (unreused) until the P.V that reads it is done

@@ -185,6 +185,16 @@ struct TileSm90 {
     static constexpr int kSlack8 = FMHA_SM90_SLACK8 >= 0 ? FMHA_SM90_SLACK8 : kFp8 ? 6 : kHeadDim == 64 ? 0 : 64;
     static_assert(!kFp8 || kSlack8 <= 6, "FP8 P within E4M3's range");
     static constexpr float kPScale = static_cast<float>(1 << kPLog2);
+    // A mainloop step's exponentials against its wait for the P.V issued before them
+    // (ConsumerSm90::body): ptxas puts the wait before them in the dense kernels (it hoists the
+    // wait within their block; forced after them, the P.V wgmma serialises for want of
+    // registers), but after them in the skip-softmax kernels, where they sit inside the kept
+    // tile's branch. kExpsAfterPV: the wait before them in every kernel, as in the dense SASS;
+    // FMHA_SM90_EXPS_AFTER_PV=1 sets it, for measurement.
+#ifndef FMHA_SM90_EXPS_AFTER_PV
+#define FMHA_SM90_EXPS_AFTER_PV 0
+#endif
+    static constexpr bool kExpsAfterPV = FMHA_SM90_EXPS_AFTER_PV != 0;
     // kPairable: the 16-bit D=128 tiles (two 64-column blocks a K/V row; contiguous or paged KV,
     // whose TMA boxes pair alike; persistent or not) may run as clusters of two CTAs of the same
     // KV head (two query heads of its group, the same row tiles), each loading one column block
