@@ -287,8 +287,9 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     if (warp < 4) {
         cutlass::arch::warpgroup_reg_dealloc<Tile::kProducerRegs>();
         if (!mask.empty())
-            produceTiles<Elem, Tile, kKv>(p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid, sVt, vtBar, 0, 0,
-                                          pairRank);
+            produceTiles<Elem, Tile, kKv, kSkip && Tile::kSkipVLoads>(
+                p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid, sVt, vtBar, 0, 0, pairRank,
+                static_cast<uint32_t>(__cvta_generic_to_shared(&sDrops[0][0])));
         pairArrive();
         pairWait();
         return;

@@ -325,6 +325,13 @@ struct PipelineSm90 {
 
 enum : int { kK = 0, kV = 1 };
 
+// Hardware barrier `id` (not NamedBarrier's, which adds its reserved count to the id) for
+// `threads` threads: a warp's arrival, and a warp's wait for the round's last arrival.
+__device__ inline void barArriveHw(int id, int threads) {
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ inline void barSyncHw(int id, int threads) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory"); }
+
 // Who makes a gathered K/V stage of tile i of the visit order (cp.async: generic-proxy writes)
 // visible to the wgmma's async proxy. The consumers, after their wait, where the CTA has no K/V
 // TMA descriptor (kvTma false: every tile may be gathered) and on the first tile (a ragged
@@ -352,17 +359,22 @@ __device__ inline bool consumersFenceGathers(bool kvTma, int i) { return !kvTma 
 // it0: the pipeline's count of tiles before this row tile's (a persistent CTA's earlier
 // tiles): tile i of the visit order uses stage (it0 + i) % kStages. qBuf: the barriers of Q's
 // buffer sQ (persistent kernels: two buffers, the tile's parity).
+// kSkipV (Tile::kSkipVLoads, skip-softmax kernels; unpaired CTAs): V loads of tiles every
+// consumer warp dropped are left out, the decisions read from the consumers' drop bytes (drops:
+// the shared address of their words, [warpgroup][tile parity]; see the 16-bit loads below).
 // pairRank (Tile::kPairable): this CTA's rank in a pair of CTAs of the same KV
 // head and row tile (-1: unpaired). A paired CTA's TMA loads only column block pairRank of each
 // K/V tile, multicast to both CTAs (whose full barriers each expect the whole tile); its empty
 // barriers count both CTAs' consumer warps, so that neither CTA's stage is refilled before
 // both have read it.
-template <class Elem, class Tile, KvAddressing kKv>
+template <class Elem, class Tile, KvAddressing kKv, bool kSkipV = false>
 __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq,
                                     MaskPolicy<Tile::kBlockN> const& mask, int b, int hq, int hkv, int m0,
                                     unsigned char* sQ, unsigned char* sK, unsigned char* sV,
                                     PipelineSm90<Tile::kStages, Tile::kQBuffers>& pipe, int ptid, unsigned char* sVt = nullptr,
-                                    uint64_t* vtBar = nullptr, int it0 = 0, int qBuf = 0, int pairRank = -1) {
+                                    uint64_t* vtBar = nullptr, int it0 = 0, int qBuf = 0, int pairRank = -1,
+                                    [[maybe_unused]] uint32_t drops = 0) {
+    static_assert(!kSkipV || (Tile::kSkipVLoads && !Tile::kFp8), "V loads left out: 16-bit kernels built for it");
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kStages = Tile::kStages;
     constexpr int kSw = Tile::kSwizzleBytes;  // bytes of a row in one swizzled block (128, or 64)
     constexpr int kChunks = Tile::kRowBytes / 16, kColBlocks = Tile::kRowBytes / kSw, kElemBytes = ElemTraits<Elem>::kBytes;
@@ -587,12 +599,62 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         if (rowViews) zeroOutsideHead(nTiles - 1);
         for (int j = nTiles >= 2 ? nTiles - 2 : 0; j < nTiles; ++j) transpose(j);
     } else {
+        // kSkipV, unpaired: each consumer warp writes its drop of tile t and arrives on hardware
+        // barrier kBarrierDecidedHw0 + (t & 1) (ConsumerSm90::publishDrop); the producer passes
+        // those rounds in order (`synced` of them so far). Before V of tile j it passes them up
+        // to tile j - 1, and where every warp dropped the last tile passed, up to tile j itself,
+        // whose V it then leaves out if every warp dropped it too: the stage's empty barrier
+        // waited for, its full barrier arrived on without bytes (the consumers wait on it and
+        // release the stage unread, their P.V skipped). A kept tile after a dropped one has its
+        // V loaded late. No round takes two tiles' arrivals: the consumers publish tile j + 1
+        // only after V of tile j is in (their step j + 1 waits for it), and by then the producer
+        // has passed tile j - 1. The same order keeps a tile's drop bytes until the producer has
+        // read them (they are next written two tiles on); that order goes through V's full
+        // barrier, an mbarrier, where the read after the writes goes through the round itself.
+        [[maybe_unused]] bool const skipV = kSkipV && pairRank < 0;
+        [[maybe_unused]] int synced = 0;
+        [[maybe_unused]] bool lastDropped = false;  // every consumer warp dropped tile synced - 1
+        [[maybe_unused]] auto syncTo = [&](int t) {
+            for (; synced <= t; ++synced) {
+                barSyncHw(Tile::kBarrierDecidedHw0 + (synced & 1), Tile::kNThreads);
+                bool all = true;
+#pragma unroll
+                for (int w = 0; w < Tile::kNConsumerWarpGroups; ++w) {
+                    uint32_t bytes;
+                    asm volatile("ld.shared.u32 %0, [%1];"
+                                 : "=r"(bytes)
+                                 : "r"(drops + static_cast<uint32_t>((2 * w + (synced & 1)) * 4))
+                                 : "memory");
+                    all = all && bytes == 0x01010101u;
+                }
+                lastDropped = all;
+            }
+        };
+        auto loadV = [&](int j) {
+            if constexpr (kSkipV) {
+                if (skipV) {
+                    syncTo(j - 1);
+                    if (lastDropped) {
+                        syncTo(j);
+                        if (lastDropped) {
+                            int const it = it0 + j, stage = it % kStages;
+                            Barrier::wait(&pipe.empty[kV][stage], ((it / kStages) & 1) ^ 1);
+                            Barrier::arrive(&pipe.full[kV][stage]);
+                            return;
+                        }
+                    }
+                }
+            }
+            load(kV, j);
+        };
         load(kK, 0);
         for (int i = 1; i < nTiles; ++i) {
             load(kK, i);
-            load(kV, i - 1);
+            loadV(i - 1);
         }
-        load(kV, nTiles - 1);
+        loadV(nTiles - 1);
+        if constexpr (kSkipV)
+            if (skipV) syncTo(nTiles - 1);  // every round passed: none is left open
     }
     cute::cp_async_wait<0>();  // no copy outlives its thread
 }
@@ -770,11 +832,15 @@ struct ConsumerSm90 {
 
     // kSkip: this warp's drop of tile i, for the other warps of its warpgroup (byte
     // (i & 1) * 4 + warp). Written before the warp's next turn barrier; read after it.
+    // Tile::kSkipVLoads, unpaired: and the warp's arrival on the round of tile i's parity, for
+    // the producer (produceTiles).
     __device__ void publishDrop(int i, bool dropped) const {
         if (leadLane) {
             uint32_t const addr = sDrops + (i & 1) * 4 + (threadIdx.x / 32) % 4;
             asm volatile("st.shared.u8 [%0], %1;" ::"r"(addr), "r"(static_cast<uint32_t>(dropped)) : "memory");
         }
+        if constexpr (Tile::kSkipVLoads)
+            if (peer < 0) barArriveHw(Tile::kBarrierDecidedHw0 + (i & 1), Tile::kNThreads);
     }
     // kSkip, after the turn barrier of the step that follows tile i: whether all four warps
     // dropped tile i (the same in the warpgroup). The byte pair of parity i & 1 is written again
