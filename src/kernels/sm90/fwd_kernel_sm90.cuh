@@ -218,8 +218,8 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     uint64_t* vtBar = reinterpret_cast<uint64_t*>(sVt + Tile::kStages * Tile::kBytesVt);
     __shared__ PipelineSm90<Tile::kStages, Tile::kQBuffers> pipe;
     __shared__ int sBidir[2];
-    // kSkip: each consumer warpgroup's drop bytes, [tile parity][warp]
-    __shared__ uint32_t sDrops[Tile::kNConsumerWarpGroups][2];
+    // kSkip: each consumer warpgroup's drop bytes, [tile % Tile::kDropSlots][warp]
+    __shared__ uint32_t sDrops[Tile::kNConsumerWarpGroups][Tile::kDropSlots];
     __shared__ int sLast[1];  // split-KV: this CTA is its row tile's last part (combineIfLast)
 
     // Launched as a programmatic dependent (detail::dependentLaunch), this block may run before

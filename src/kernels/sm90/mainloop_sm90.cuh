@@ -361,7 +361,7 @@ __device__ inline bool consumersFenceGathers(bool kvTma, int i) { return !kvTma 
 // buffer sQ (persistent kernels: two buffers, the tile's parity).
 // kSkipV (Tile::kSkipVLoads, skip-softmax kernels; unpaired CTAs): V loads of tiles every
 // consumer warp dropped are left out, the decisions read from the consumers' drop bytes (drops:
-// the shared address of their words, [warpgroup][tile parity]; see the 16-bit loads below).
+// the shared address of their words, [warpgroup][tile % 4]; see the 16-bit loads below).
 // pairRank (Tile::kPairable): this CTA's rank in a pair of CTAs of the same KV
 // head and row tile (-1: unpaired). A paired CTA's TMA loads only column block pairRank of each
 // K/V tile, multicast to both CTAs (whose full barriers each expect the whole tile); its empty
@@ -599,31 +599,32 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         if (rowViews) zeroOutsideHead(nTiles - 1);
         for (int j = nTiles >= 2 ? nTiles - 2 : 0; j < nTiles; ++j) transpose(j);
     } else {
-        // kSkipV, unpaired: each consumer warp writes its drop of tile t and arrives on hardware
-        // barrier kBarrierDecidedHw0 + (t & 1) (ConsumerSm90::publishDrop); the producer passes
-        // those rounds in order (`synced` of them so far). Before V of tile j it passes them up
-        // to tile j - 1, and where every warp dropped the last tile passed, up to tile j itself,
-        // whose V it then leaves out if every warp dropped it too: the stage's empty barrier
-        // waited for, its full barrier arrived on without bytes (the consumers wait on it and
-        // release the stage unread, their P.V skipped). A kept tile after a dropped one has its
-        // V loaded late. No round takes two tiles' arrivals: the consumers publish tile j + 1
-        // only after V of tile j is in (their step j + 1 waits for it), and by then the producer
-        // has passed tile j - 1. The same order keeps a tile's drop bytes until the producer has
-        // read them (they are next written two tiles on); that order goes through V's full
-        // barrier, an mbarrier, where the read after the writes goes through the round itself.
+        // kSkipV, unpaired: each consumer warp writes its drop of tile t (slot t % 4) and arrives
+        // on hardware barrier kBarrierDecidedHw0 + t % 4 (ConsumerSm90::publishDrop); the
+        // producer passes those rounds in order (`synced` of them so far). Before V of tile j it
+        // passes them up to tile j - 2 (long decided, so that a kept run's V leaves as early as
+        // without this), and where every warp dropped the last tile passed, up to tile j
+        // itself, whose V it then leaves out if every warp dropped it too: the stage's empty
+        // barrier waited for, its full barrier arrived on without bytes (the consumers wait on
+        // it and release the stage unread, their P.V skipped). The first kept tiles after a
+        // dropped run have their V loaded late. A round never takes two tiles' arrivals and a
+        // tile's bytes stay until the producer has read them: the consumers publish tile t + 4
+        // only after V of tile t + 3 is in, and the producer has passed tile t + 1 before it
+        // issues that. (That order goes through V's full barrier, an mbarrier; the read after
+        // the writes through the round itself.)
         [[maybe_unused]] bool const skipV = kSkipV && pairRank < 0;
         [[maybe_unused]] int synced = 0;
         [[maybe_unused]] bool lastDropped = false;  // every consumer warp dropped tile synced - 1
         [[maybe_unused]] auto syncTo = [&](int t) {
             for (; synced <= t; ++synced) {
-                barSyncHw(Tile::kBarrierDecidedHw0 + (synced & 1), Tile::kNThreads);
+                barSyncHw(Tile::kBarrierDecidedHw0 + (synced & 3), Tile::kNThreads);
                 bool all = true;
 #pragma unroll
                 for (int w = 0; w < Tile::kNConsumerWarpGroups; ++w) {
                     uint32_t bytes;
                     asm volatile("ld.shared.u32 %0, [%1];"
                                  : "=r"(bytes)
-                                 : "r"(drops + static_cast<uint32_t>((2 * w + (synced & 1)) * 4))
+                                 : "r"(drops + static_cast<uint32_t>((w * Tile::kDropSlots + (synced & 3)) * 4))
                                  : "memory");
                     all = all && bytes == 0x01010101u;
                 }
@@ -633,7 +634,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         auto loadV = [&](int j) {
             if constexpr (kSkipV) {
                 if (skipV) {
-                    syncTo(j - 1);
+                    syncTo(j - 2);
                     if (lastDropped) {
                         syncTo(j);
                         if (lastDropped) {
@@ -689,7 +690,7 @@ struct ConsumerSm90 {
     float skipLog2;       // kSkip: log2(lambda); -inf where the sequence skips nothing (lambda >= 1)
     uint32_t sVt;         // FP8: the V^T stages
     uint64_t* vtBar;      // FP8: their barriers (kStages full, then kStages empty)
-    uint32_t sDrops;      // kSkip: this warpgroup's drop bytes, [tile parity][warp]
+    uint32_t sDrops;      // kSkip: this warpgroup's drop bytes, [tile % Tile::kDropSlots][warp]
     int it0 = 0;          // the pipeline's tiles before this row tile's (persistent kernels; see produceTiles)
     uint32_t qPhase = 0;  // the phase of Q's barriers for this row tile
     int qBuf = 0;         // its Q buffer (persistent kernels: the tile's parity)
@@ -831,25 +832,25 @@ struct ConsumerSm90 {
     }
 
     // kSkip: this warp's drop of tile i, for the other warps of its warpgroup (byte
-    // (i & 1) * 4 + warp). Written before the warp's next turn barrier; read after it.
-    // Tile::kSkipVLoads, unpaired: and the warp's arrival on the round of tile i's parity, for
-    // the producer (produceTiles).
+    // (i % kDropSlots) * 4 + warp). Written before the warp's next turn barrier; read after it.
+    // Tile::kSkipVLoads, unpaired: and the warp's arrival on tile i's round (barrier
+    // kBarrierDecidedHw0 + i % 4), for the producer (produceTiles).
     __device__ void publishDrop(int i, bool dropped) const {
         if (leadLane) {
-            uint32_t const addr = sDrops + (i & 1) * 4 + (threadIdx.x / 32) % 4;
+            uint32_t const addr = sDrops + (i & (Tile::kDropSlots - 1)) * 4 + (threadIdx.x / 32) % 4;
             asm volatile("st.shared.u8 [%0], %1;" ::"r"(addr), "r"(static_cast<uint32_t>(dropped)) : "memory");
         }
         if constexpr (Tile::kSkipVLoads)
-            if (peer < 0) barArriveHw(Tile::kBarrierDecidedHw0 + (i & 1), Tile::kNThreads);
+            if (peer < 0) barArriveHw(Tile::kBarrierDecidedHw0 + (i & 3), Tile::kNThreads);
     }
     // kSkip, after the turn barrier of the step that follows tile i: whether all four warps
-    // dropped tile i (the same in the warpgroup). The byte pair of parity i & 1 is written again
-    // only in step i + 2, after every warp has passed the turn barrier of step i + 2.
+    // dropped tile i (the same in the warpgroup). Tile i's bytes are written again only in step
+    // i + kDropSlots, after every warp has passed the turn barrier of step i + 2.
     __device__ bool groupDropped(int i) const {
         if constexpr (!Tile::kPingPong)  // no turn barrier to meet at: a barrier of its own
             cutlass::arch::NamedBarrier::sync(128, Tile::kBarrierSkip0 + wg);
         uint32_t drops;
-        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(drops) : "r"(sDrops + (i & 1) * 4) : "memory");
+        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(drops) : "r"(sDrops + (i & (Tile::kDropSlots - 1)) * 4) : "memory");
         return drops == 0x01010101u;
     }
 
