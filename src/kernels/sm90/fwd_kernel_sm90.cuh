@@ -218,9 +218,16 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     uint64_t* vtBar = reinterpret_cast<uint64_t*>(sVt + Tile::kStages * Tile::kBytesVt);
     __shared__ PipelineSm90<Tile::kStages, Tile::kQBuffers> pipe;
     __shared__ int sBidir[2];
-    // kSkip: each consumer warpgroup's drop bytes, [tile % Tile::kDropSlots][warp]
-    __shared__ uint32_t sDrops[Tile::kNConsumerWarpGroups][Tile::kDropSlots];
+    // kSkip: each consumer warpgroup's drop bytes, [tile parity][warp]
+    __shared__ uint32_t sDrops[Tile::kNConsumerWarpGroups][2];
     __shared__ int sLast[1];  // split-KV: this CTA is its row tile's last part (combineIfLast)
+    // kSkip && Tile::kSkipVLoads: the consumers' votes for the V skip (produceTiles).
+    constexpr bool kSkipV = kSkip && Tile::kSkipVLoads;
+    SkipVotes<Tile::kNConsumerThreads / 32>* votes = nullptr;
+    if constexpr (kSkipV) {
+        __shared__ SkipVotes<Tile::kNConsumerThreads / 32> sVotes;
+        votes = &sVotes;
+    }
 
     // Launched as a programmatic dependent (detail::dependentLaunch), this block may run before
     // the kernel ahead of it on the stream has finished: nothing global is read or written
@@ -268,6 +275,8 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
         if (pairRank >= 0) asm volatile("barrier.cluster.wait;" ::: "memory");
     };
     if (tid == 0) {
+        if constexpr (kSkipV)
+            for (int s = 0; s < 4; ++s) Barrier::init(&votes->decided[s], Tile::kNConsumerThreads / 32);
         if constexpr (Tile::kFp8) {
             for (int s = 0; s < Tile::kStages; ++s) {
                 Barrier::init(&vtBar[s], 128);
@@ -287,9 +296,8 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     if (warp < 4) {
         cutlass::arch::warpgroup_reg_dealloc<Tile::kProducerRegs>();
         if (!mask.empty())
-            produceTiles<Elem, Tile, kKv, kSkip && Tile::kSkipVLoads>(
-                p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid, sVt, vtBar, 0, 0, pairRank,
-                static_cast<uint32_t>(__cvta_generic_to_shared(&sDrops[0][0])));
+            produceTiles<Elem, Tile, kKv, kSkipV>(p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid, sVt, vtBar, 0, 0,
+                                                  pairRank, votes);
         pairArrive();
         pairWait();
         return;
@@ -321,7 +329,8 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
                                                      static_cast<uint32_t>(__cvta_generic_to_shared(sVt)), vtBar,
                                                      static_cast<uint32_t>(__cvta_generic_to_shared(sDrops[cwg])),
                                                      /*it0=*/0, /*qPhase=*/0, /*qBuf=*/0, /*ringOpen=*/true, /*ringClose=*/true,
-                                                     /*kvTma=*/tma.kvOk != 0, /*peer=*/pairRank >= 0 ? pairRank ^ 1 : -1};
+                                                     /*kvTma=*/tma.kvOk != 0, /*peer=*/pairRank >= 0 ? pairRank ^ 1 : -1,
+                                                     /*votes=*/votes, /*rank=*/pairRank >= 0 ? pairRank : 0};
         consumer.run(o, softmax);
         alignHeadColumns<Tile>(tma, hkv, D, o);
     }

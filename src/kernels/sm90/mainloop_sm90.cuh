@@ -325,12 +325,15 @@ struct PipelineSm90 {
 
 enum : int { kK = 0, kV = 1 };
 
-// Hardware barrier `id` (not NamedBarrier's, which adds its reserved count to the id) for
-// `threads` threads: a warp's arrival, and a warp's wait for the round's last arrival.
-__device__ inline void barArriveHw(int id, int threads) {
-    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ inline void barSyncHw(int id, int threads) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory"); }
+// Skip-softmax's V skip (Tile::kSkipVLoads): each consumer warp's vote on tile t (1: it dropped
+// the tile) for the producers, a word of SkipVotes::words[t % 4][rank][warp] in each CTA of a
+// pair, and the "decided" mbarrier of slot t % 4 in each CTA, which counts the CTA's consumer
+// warps and, in a pair, the other CTA's votes as 4 transaction bytes each (st.async).
+template <int kWarps>
+struct SkipVotes {
+    uint64_t decided[4];
+    uint32_t words[4][2][kWarps];
+};
 
 // Who makes a gathered K/V stage of tile i of the visit order (cp.async: generic-proxy writes)
 // visible to the wgmma's async proxy. The consumers, after their wait, where the CTA has no K/V
@@ -359,9 +362,9 @@ __device__ inline bool consumersFenceGathers(bool kvTma, int i) { return !kvTma 
 // it0: the pipeline's count of tiles before this row tile's (a persistent CTA's earlier
 // tiles): tile i of the visit order uses stage (it0 + i) % kStages. qBuf: the barriers of Q's
 // buffer sQ (persistent kernels: two buffers, the tile's parity).
-// kSkipV (Tile::kSkipVLoads, skip-softmax kernels; unpaired CTAs): V loads of tiles every
-// consumer warp dropped are left out, the decisions read from the consumers' drop bytes (drops:
-// the shared address of their words, [warpgroup][tile % 4]; see the 16-bit loads below).
+// kSkipV (Tile::kSkipVLoads, skip-softmax kernels): V loads of tiles every consumer warp (of
+// both CTAs of a pair) dropped are left out, as the consumers' votes say (votes; see the 16-bit
+// loads below).
 // pairRank (Tile::kPairable): this CTA's rank in a pair of CTAs of the same KV
 // head and row tile (-1: unpaired). A paired CTA's TMA loads only column block pairRank of each
 // K/V tile, multicast to both CTAs (whose full barriers each expect the whole tile); its empty
@@ -373,7 +376,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                                     unsigned char* sQ, unsigned char* sK, unsigned char* sV,
                                     PipelineSm90<Tile::kStages, Tile::kQBuffers>& pipe, int ptid, unsigned char* sVt = nullptr,
                                     uint64_t* vtBar = nullptr, int it0 = 0, int qBuf = 0, int pairRank = -1,
-                                    [[maybe_unused]] uint32_t drops = 0) {
+                                    [[maybe_unused]] SkipVotes<Tile::kNConsumerThreads / 32>* votes = nullptr) {
     static_assert(!kSkipV || (Tile::kSkipVLoads && !Tile::kFp8), "V loads left out: 16-bit kernels built for it");
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kStages = Tile::kStages;
     constexpr int kSw = Tile::kSwizzleBytes;  // bytes of a row in one swizzled block (128, or 64)
@@ -599,50 +602,45 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         if (rowViews) zeroOutsideHead(nTiles - 1);
         for (int j = nTiles >= 2 ? nTiles - 2 : 0; j < nTiles; ++j) transpose(j);
     } else {
-        // kSkipV, unpaired: each consumer warp writes its drop of tile t (slot t % 4) and arrives
-        // on hardware barrier kBarrierDecidedHw0 + t % 4 (ConsumerSm90::publishDrop); the
-        // producer passes those rounds in order (`synced` of them so far). Before V of tile j it
-        // passes them up to tile j - 2 (long decided, so that a kept run's V leaves as early as
-        // without this), and where every warp dropped the last tile passed, up to tile j
-        // itself, whose V it then leaves out if every warp dropped it too: the stage's empty
-        // barrier waited for, its full barrier arrived on without bytes (the consumers wait on
-        // it and release the stage unread, their P.V skipped). The first kept tiles after a
-        // dropped run have their V loaded late. A round never takes two tiles' arrivals and a
-        // tile's bytes stay until the producer has read them: the consumers publish tile t + 4
-        // only after V of tile t + 3 is in, and the producer has passed tile t + 1 before it
-        // issues that. (That order goes through V's full barrier, an mbarrier; the read after
-        // the writes through the round itself.)
-        [[maybe_unused]] bool const skipV = kSkipV && pairRank < 0;
+        // kSkipV: the producer waits for the consumers' "decided" phases in order (`synced`
+        // tiles so far; ConsumerSm90::publishDrop). Before V of tile j it waits up to tile j - 2
+        // (long decided, so that a kept run's V leaves as early as without this), and where
+        // every warp dropped the last tile waited for, up to tile j itself, whose V it then
+        // leaves out if every warp dropped it too: the stage's empty barrier waited for, its
+        // full barrier arrived on without bytes (the consumers wait on it and release the stage
+        // unread, their P.V skipped). A pair's two producers read the same votes, so they agree.
+        // The first kept tiles after a dropped run have their V loaded late. No "decided"
+        // barrier runs a phase ahead of the producer's waits, and a vote stays until both
+        // producers have read it: the consumers vote on tile t + 4 only after V of tile t + 3 is
+        // in, for which each producer of the pair has waited up to tile t + 1 (it issued its
+        // part of V) or up to tile t + 3 (it left V out, which takes every warp's vote on t + 3,
+        // so the other CTA's V of t + 2).
         [[maybe_unused]] int synced = 0;
         [[maybe_unused]] bool lastDropped = false;  // every consumer warp dropped tile synced - 1
         [[maybe_unused]] auto syncTo = [&](int t) {
+            constexpr int kWarps = Tile::kNConsumerThreads / 32;
             for (; synced <= t; ++synced) {
-                barSyncHw(Tile::kBarrierDecidedHw0 + (synced & 3), Tile::kNThreads);
-                bool all = true;
+                int const slot = synced & 3;
+                Barrier::wait(&votes->decided[slot], static_cast<uint32_t>(synced >> 2) & 1);
+                uint32_t all = 1;
 #pragma unroll
-                for (int w = 0; w < Tile::kNConsumerWarpGroups; ++w) {
-                    uint32_t bytes;
-                    asm volatile("ld.shared.u32 %0, [%1];"
-                                 : "=r"(bytes)
-                                 : "r"(drops + static_cast<uint32_t>((w * Tile::kDropSlots + (synced & 3)) * 4))
-                                 : "memory");
-                    all = all && bytes == 0x01010101u;
-                }
-                lastDropped = all;
+                for (int r = 0; r < 2; ++r)
+#pragma unroll
+                    for (int w = 0; w < kWarps; ++w)
+                        if (r == 0 || pairRank >= 0) all &= *reinterpret_cast<uint32_t volatile*>(&votes->words[slot][r][w]);
+                lastDropped = all != 0;
             }
         };
         auto loadV = [&](int j) {
             if constexpr (kSkipV) {
-                if (skipV) {
-                    syncTo(j - 2);
+                syncTo(j - 2);
+                if (lastDropped) {
+                    syncTo(j);
                     if (lastDropped) {
-                        syncTo(j);
-                        if (lastDropped) {
-                            int const it = it0 + j, stage = it % kStages;
-                            Barrier::wait(&pipe.empty[kV][stage], ((it / kStages) & 1) ^ 1);
-                            Barrier::arrive(&pipe.full[kV][stage]);
-                            return;
-                        }
+                        int const it = it0 + j, stage = it % kStages;
+                        Barrier::wait(&pipe.empty[kV][stage], ((it / kStages) & 1) ^ 1);
+                        Barrier::arrive(&pipe.full[kV][stage]);
+                        return;
                     }
                 }
             }
@@ -654,8 +652,9 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             loadV(i - 1);
         }
         loadV(nTiles - 1);
-        if constexpr (kSkipV)
-            if (skipV) syncTo(nTiles - 1);  // every round passed: none is left open
+        // Every phase waited for, so that no vote of the other CTA is still in flight to this
+        // one when it leaves.
+        if constexpr (kSkipV) syncTo(nTiles - 1);
     }
     cute::cp_async_wait<0>();  // no copy outlives its thread
 }
@@ -690,7 +689,7 @@ struct ConsumerSm90 {
     float skipLog2;       // kSkip: log2(lambda); -inf where the sequence skips nothing (lambda >= 1)
     uint32_t sVt;         // FP8: the V^T stages
     uint64_t* vtBar;      // FP8: their barriers (kStages full, then kStages empty)
-    uint32_t sDrops;      // kSkip: this warpgroup's drop bytes, [tile % Tile::kDropSlots][warp]
+    uint32_t sDrops;      // kSkip: this warpgroup's drop bytes, [tile parity][warp]
     int it0 = 0;          // the pipeline's tiles before this row tile's (persistent kernels; see produceTiles)
     uint32_t qPhase = 0;  // the phase of Q's barriers for this row tile
     int qBuf = 0;         // its Q buffer (persistent kernels: the tile's parity)
@@ -706,6 +705,10 @@ struct ConsumerSm90 {
     // A CTA pair's other CTA (produceTiles' pairRank), whose empty barriers this CTA's warps
     // also arrive on; -1 unpaired.
     int peer = -1;
+    // kSkip && Tile::kSkipVLoads: the votes for the producers (publishDrop); rank: this CTA's in
+    // its pair (0 unpaired).
+    SkipVotes<Tile::kNConsumerThreads / 32>* votes = nullptr;
+    int rank = 0;
 
     // Ping-pong: the warpgroups take turns issuing their GEMMs in a ring (0, 1[, 2], 0, ...),
     // so that the tensor cores run one warpgroup's GEMMs while the others do their softmax.
@@ -832,25 +835,43 @@ struct ConsumerSm90 {
     }
 
     // kSkip: this warp's drop of tile i, for the other warps of its warpgroup (byte
-    // (i % kDropSlots) * 4 + warp). Written before the warp's next turn barrier; read after it.
-    // Tile::kSkipVLoads, unpaired: and the warp's arrival on tile i's round (barrier
-    // kBarrierDecidedHw0 + i % 4), for the producer (produceTiles).
+    // (i & 1) * 4 + warp). Written before the warp's next turn barrier; read after it.
+    // Tile::kSkipVLoads: also the warp's vote for the producers (SkipVotes): its word in this
+    // CTA and its arrival on the slot's "decided" barrier (expecting the other CTA's vote of the
+    // same warp, in a pair), and in a pair the word written into the other CTA by st.async,
+    // which completes its 4 bytes on that CTA's barrier.
     __device__ void publishDrop(int i, bool dropped) const {
         if (leadLane) {
-            uint32_t const addr = sDrops + (i & (Tile::kDropSlots - 1)) * 4 + (threadIdx.x / 32) % 4;
+            uint32_t const addr = sDrops + (i & 1) * 4 + (threadIdx.x / 32) % 4;
             asm volatile("st.shared.u8 [%0], %1;" ::"r"(addr), "r"(static_cast<uint32_t>(dropped)) : "memory");
+            if constexpr (kSkip && Tile::kSkipVLoads) {
+                int const slot = i & 3, w = static_cast<int>(threadIdx.x / 32) - 4;  // (consumer warps follow the producer's four)
+                uint32_t* word = &votes->words[slot][rank][w];
+                *reinterpret_cast<uint32_t volatile*>(word) = dropped ? 1u : 0u;
+                if (peer >= 0) {
+                    uint32_t const wordAddr = static_cast<uint32_t>(__cvta_generic_to_shared(word));
+                    uint32_t const barAddr = static_cast<uint32_t>(__cvta_generic_to_shared(&votes->decided[slot]));
+                    uint32_t remoteWord, remoteBar;
+                    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remoteWord) : "r"(wordAddr), "r"(peer));
+                    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remoteBar) : "r"(barAddr), "r"(peer));
+                    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%0], %1, [%2];" ::"r"(remoteWord),
+                                 "r"(dropped ? 1u : 0u), "r"(remoteBar)
+                                 : "memory");
+                    TxBarrier::arrive_and_expect_tx(&votes->decided[slot], 4);
+                } else {
+                    Barrier::arrive(&votes->decided[slot]);
+                }
+            }
         }
-        if constexpr (Tile::kSkipVLoads)
-            if (peer < 0) barArriveHw(Tile::kBarrierDecidedHw0 + (i & 3), Tile::kNThreads);
     }
     // kSkip, after the turn barrier of the step that follows tile i: whether all four warps
-    // dropped tile i (the same in the warpgroup). Tile i's bytes are written again only in step
-    // i + kDropSlots, after every warp has passed the turn barrier of step i + 2.
+    // dropped tile i (the same in the warpgroup). The byte pair of parity i & 1 is written again
+    // only in step i + 2, after every warp has passed the turn barrier of step i + 2.
     __device__ bool groupDropped(int i) const {
         if constexpr (!Tile::kPingPong)  // no turn barrier to meet at: a barrier of its own
             cutlass::arch::NamedBarrier::sync(128, Tile::kBarrierSkip0 + wg);
         uint32_t drops;
-        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(drops) : "r"(sDrops + (i & (Tile::kDropSlots - 1)) * 4) : "memory");
+        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(drops) : "r"(sDrops + (i & 1) * 4) : "memory");
         return drops == 0x01010101u;
     }
 

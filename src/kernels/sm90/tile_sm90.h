@@ -195,18 +195,14 @@ struct TileSm90 {
 #define FMHA_SM90_EXPS_AFTER_PV 0
 #endif
     static constexpr bool kExpsAfterPV = FMHA_SM90_EXPS_AFTER_PV != 0;
-    // kSkipVLoads (16-bit skip-softmax kernels run unpaired; FMHA_SM90_SKIP_V_LOADS=1 builds
-    // it, for measurement): the producer leaves out the V load of a tile that every consumer
-    // warp dropped (produceTiles). The consumer warps announce each tile's drops on hardware
-    // barrier kBarrierDecidedHw0 + (tile % 4): ids 1-4, below NamedBarrier's (which adds its
-    // reserved count, 8, to the ids above). kDropSlots: the tiles whose drop bytes are kept at
-    // once (tile % kDropSlots), four where the producer reads them too.
+    // kSkipVLoads (16-bit skip-softmax kernels up to D=128, paired or not;
+    // FMHA_SM90_SKIP_V_LOADS=1 builds it, for measurement): the producer leaves out the V load of
+    // a tile that every consumer warp (of both CTAs of a pair) dropped (produceTiles). Not at
+    // D=256, whose paged skip kernel already spills 100 bytes (166 with it).
 #ifndef FMHA_SM90_SKIP_V_LOADS
 #define FMHA_SM90_SKIP_V_LOADS 0
 #endif
-    static constexpr bool kSkipVLoads = FMHA_SM90_SKIP_V_LOADS != 0 && !kFp8;
-    static constexpr int kBarrierDecidedHw0 = 1;
-    static constexpr int kDropSlots = kSkipVLoads ? 4 : 2;
+    static constexpr bool kSkipVLoads = FMHA_SM90_SKIP_V_LOADS != 0 && !kFp8 && kHeadDim <= 128;
     // kPairable: the 16-bit D=128 tiles (two 64-column blocks a K/V row; contiguous or paged KV,
     // whose TMA boxes pair alike; persistent or not) may run as clusters of two CTAs of the same
     // KV head (two query heads of its group, the same row tiles), each loading one column block
