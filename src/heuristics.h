@@ -14,8 +14,8 @@ namespace fmha::detail {
 // previous setting.
 int setPackGqa(int mode);
 
-// Device counters for FmhaParams::skipStats, set by tests and the benchmark (null: none, the
-// default); returns the previous pointer.
+// Device counters for FmhaParams::skipStats (FmhaParams::kSkipStats of them), set by tests and
+// the benchmark (null: none, the default); returns the previous pointer.
 unsigned long long* setSkipStats(unsigned long long* counters);
 
 // Whether the Hopper family's kernels are launched as programmatic dependents of the kernel

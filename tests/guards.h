@@ -45,15 +45,17 @@ using ScopedPackGqa = ScopedSetting<&detail::setPackGqa>;
 
 // Skip-softmax counters (FmhaParams::skipStats) for the launches in its scope: the Hopper
 // family's (warpgroup, key tile) steps and the P.V products it skipped, its (warp, key tile)
-// steps and the tiles its warps dropped.
+// steps and the tiles its warps dropped, and in kernels built to leave out V loads
+// (FMHA_SM90_SKIP_V_LOADS; zero elsewhere) the (CTA, key tile) steps and the V loads left out.
 struct SkipCounts {
-    unsigned long long visited = 0, skipped = 0, warpVisited = 0, warpDropped = 0;
+    unsigned long long visited = 0, skipped = 0, warpVisited = 0, warpDropped = 0, ctaVisited = 0, vLeftOut = 0;
 };
 class ScopedSkipStats {
 public:
+    static constexpr int kCounters = FmhaParams::kSkipStats;
     ScopedSkipStats() {
-        if (cudaMalloc(reinterpret_cast<void**>(&counters_), 4 * sizeof(unsigned long long)) != cudaSuccess ||
-            cudaMemset(counters_, 0, 4 * sizeof(unsigned long long)) != cudaSuccess)
+        if (cudaMalloc(reinterpret_cast<void**>(&counters_), kCounters * sizeof(unsigned long long)) != cudaSuccess ||
+            cudaMemset(counters_, 0, kCounters * sizeof(unsigned long long)) != cudaSuccess)
             counters_ = nullptr;
         previous_ = detail::setSkipStats(counters_);
     }
@@ -66,11 +68,11 @@ public:
     bool ok() const { return counters_ != nullptr; }
     // The counts so far (after the device work that adds them); false where they cannot be read.
     bool read(SkipCounts* c) const {
-        unsigned long long h[4] = {0, 0, 0, 0};
+        unsigned long long h[kCounters] = {};
         if (counters_ == nullptr || cudaDeviceSynchronize() != cudaSuccess ||
             cudaMemcpy(h, counters_, sizeof(h), cudaMemcpyDeviceToHost) != cudaSuccess)
             return false;
-        *c = {h[0], h[1], h[2], h[3]};
+        *c = {h[0], h[1], h[2], h[3], h[4], h[5]};
         return true;
     }
 

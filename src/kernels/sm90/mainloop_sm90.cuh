@@ -615,7 +615,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         // in, for which each producer of the pair has waited up to tile t + 1 (it issued its
         // part of V) or up to tile t + 3 (it left V out, which takes every warp's vote on t + 3,
         // so the other CTA's V of t + 2).
-        [[maybe_unused]] int synced = 0;
+        [[maybe_unused]] int synced = 0, leftOut = 0;
         [[maybe_unused]] bool lastDropped = false;  // every consumer warp dropped tile synced - 1
         [[maybe_unused]] auto syncTo = [&](int t) {
             constexpr int kWarps = Tile::kNConsumerThreads / 32;
@@ -640,6 +640,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                         int const it = it0 + j, stage = it % kStages;
                         Barrier::wait(&pipe.empty[kV][stage], ((it / kStages) & 1) ^ 1);
                         Barrier::arrive(&pipe.full[kV][stage]);
+                        ++leftOut;
                         return;
                     }
                 }
@@ -653,8 +654,14 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         }
         loadV(nTiles - 1);
         // Every phase waited for, so that no vote of the other CTA is still in flight to this
-        // one when it leaves.
-        if constexpr (kSkipV) syncTo(nTiles - 1);
+        // one when it leaves; the counts for the tests and the benchmark (FmhaParams::skipStats).
+        if constexpr (kSkipV) {
+            syncTo(nTiles - 1);
+            if (lead && p.skipStats != nullptr) {
+                atomicAdd(&p.skipStats[4], static_cast<unsigned long long>(nTiles));
+                atomicAdd(&p.skipStats[5], static_cast<unsigned long long>(leftOut));
+            }
+        }
     }
     cute::cp_async_wait<0>();  // no copy outlives its thread
 }
