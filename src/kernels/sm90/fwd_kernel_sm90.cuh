@@ -168,9 +168,11 @@ __device__ inline void storeWarpRowsTma(FmhaParams const& p, TmaDescs const& tma
 // has rows reaches this (empty parts write zeros and -inf), so the count completes. The CTA's
 // indices are read afresh (volatile), so that nothing is held for this across the mainloop:
 // values live across the warpgroups' split made the producer's few registers spill.
+// Tile::kMergeFenceLean: the counting thread's acquire-release fences alone (see there).
 template <class ET, class Tile>
 __device__ inline void combineIfLast(FmhaParams const& p, int cwarp, int lane, int* sLast) {
-    __threadfence();  // this thread's rows of the part, before the count that publishes them
+    if constexpr (!Tile::kMergeFenceLean)
+        __threadfence();  // this thread's rows of the part, before the count that publishes them
     cutlass::arch::NamedBarrier::sync(Tile::kNConsumerThreads, Tile::kBarrierConsumers);
     unsigned x, nx, y, z;
     asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(x));
@@ -181,13 +183,19 @@ __device__ inline void combineIfLast(FmhaParams const& p, int cwarp, int lane, i
     unsigned const rowTiles = nx / static_cast<unsigned>(p.numSplits), tile = x % rowTiles;
     if (cwarp == 0 && lane == 0) {
         int32_t* counter = p.splitCounters + (static_cast<int64_t>(z) * gridDim.y + y) * rowTiles + tile;
+        // (lean: the CTA's rows, ordered before this thread's fence by the barrier, before the count)
+        if constexpr (Tile::kMergeFenceLean) asm volatile("fence.acq_rel.gpu;" ::: "memory");
         bool const last = atomicAdd(counter, 1) == p.numSplits - 1;
         if (last) *counter = 0;  // every part has counted: nothing else reads it in this launch
+        // (lean: the other parts' rows after their counts, for the reads behind the barrier below)
+        if constexpr (Tile::kMergeFenceLean)
+            if (last) asm volatile("fence.acq_rel.gpu;" ::: "memory");
         sLast[0] = last;
     }
     cutlass::arch::NamedBarrier::sync(Tile::kNConsumerThreads, Tile::kBarrierConsumers);
     if (!sLast[0]) return;
-    __threadfence();  // the other parts' rows (read through L2) after their counts
+    if constexpr (!Tile::kMergeFenceLean)
+        __threadfence();  // the other parts' rows (read through L2) after their counts
     int const b = static_cast<int>(z), hq = static_cast<int>(y) << p.packLog2;
     SeqInfo const seq(p, b);
     PackedRows const packed(p);

@@ -203,6 +203,16 @@ struct TileSm90 {
 #define FMHA_SM90_SKIP_V_LOADS 0
 #endif
     static constexpr bool kSkipVLoads = FMHA_SM90_SKIP_V_LOADS != 0 && !kFp8 && kHeadDim <= 128;
+    // Split-KV's merge in the kernel (combineIfLast): kMergeFenceLean, the counting thread's
+    // fence.acq_rel.gpu alone, after the consumers' barrier and after its count, instead of every
+    // consumer thread's __threadfence (fence.sc.gpu: MEMBAR.SC.GPU) before and after it; the
+    // barrier orders the other threads' rows before the counting thread's fence, and message
+    // passing needs acquire-release only (CUTLASS's semaphores do the same).
+    // FMHA_SM90_MERGE_FENCE=1 builds it, for measurement.
+#ifndef FMHA_SM90_MERGE_FENCE
+#define FMHA_SM90_MERGE_FENCE 0
+#endif
+    static constexpr bool kMergeFenceLean = FMHA_SM90_MERGE_FENCE != 0;
     // kPairable: the 16-bit D=128 tiles (two 64-column blocks a K/V row; contiguous or paged KV,
     // whose TMA boxes pair alike; persistent or not) may run as clusters of two CTAs of the same
     // KV head (two query heads of its group, the same row tiles), each loading one column block
