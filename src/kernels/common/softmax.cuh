@@ -106,9 +106,9 @@ struct OnlineSoftmax {
     // Otherwise the probabilities reach at most 2^(kSlack8 / 8) (times 2^kPLog2, as update())
     // and the output needs no rescale. rowMax then lags the running max by up to kSlack8 / 8,
     // so rowNegligible() skips only tiles that the exact running max would skip too. Returns
-    // whether the warp's rescale holds anything but 1. beforeExps(s) runs once the reference
-    // is set, before the exponentials (a place for the caller to order them against its own
-    // work).
+    // whether the warp's rescale holds anything but 1. beforeExps(s) runs before the
+    // exponentials, once the maxima they take are known (a place for the caller to order them
+    // against its own work).
     template <int kSlack8, int kPLog2 = 0, int kCols = 0, class Hook = NoHook>
     __device__ bool updateWarp(float (&s)[kRows][kCols], float const (&threadRowMax)[kRows], float scaleLog2,
                                float (&rescale)[kRows], Hook const& beforeExps = {}) {
