@@ -558,12 +558,12 @@ int skipSweepOne(DataType dtype, float prev, int segment, std::vector<float> con
         }
         double const meanErr = dense.o.empty() ? 0.0 : sumErr / static_cast<double>(dense.o.size());
         char dropped[16] = "-", skipped[16] = "-", vOut[16] = "-";
-        if (counts[0] > 0)
-            std::snprintf(skipped, sizeof skipped, "%.1f%%", 100.0 * static_cast<double>(counts[1]) / counts[0]);
-        if (counts[2] > 0)
-            std::snprintf(dropped, sizeof dropped, "%.1f%%", 100.0 * static_cast<double>(counts[3]) / counts[2]);
-        if (counts[4] > 0)
-            std::snprintf(vOut, sizeof vOut, "%.1f%%", 100.0 * static_cast<double>(counts[5]) / counts[4]);
+        auto share = [](char (&text)[16], unsigned long long part, unsigned long long whole) {  // "-" where nothing counted
+            if (whole > 0) std::snprintf(text, sizeof text, "%.1f%%", 100.0 * static_cast<double>(part) / whole);
+        };
+        share(skipped, counts[1], counts[0]);
+        share(dropped, counts[3], counts[2]);
+        share(vOut, counts[5], counts[4]);
         std::printf("%10g %9s %9s %9s %9.4f %8.1f %8.3f %10.3g %10.3g %s\n", S, dropped, skipped, vOut, timed.medianMs,
                     flops / (timed.medianMs * 1e-3) / 1e12, dense.medianMs / timed.medianMs, maxErr, meanErr,
                     timed.family.c_str());

@@ -338,7 +338,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
                                                      static_cast<uint32_t>(__cvta_generic_to_shared(sDrops[cwg])),
                                                      /*it0=*/0, /*qPhase=*/0, /*qBuf=*/0, /*ringOpen=*/true, /*ringClose=*/true,
                                                      /*kvTma=*/tma.kvOk != 0, /*peer=*/pairRank >= 0 ? pairRank ^ 1 : -1,
-                                                     /*votes=*/votes, /*rank=*/pairRank >= 0 ? pairRank : 0};
+                                                     /*votes=*/votes};
         consumer.run(o, softmax);
         alignHeadColumns<Tile>(tma, hkv, D, o);
     }

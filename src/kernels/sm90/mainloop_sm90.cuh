@@ -454,10 +454,15 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     // box of kBoxRows rows each.
     int const pageLog2 = p.pageSizeLog2;
     int const boxRows = kKv == KvAddressing::kPaged ? min(1 << pageLog2, Tile::kBoxRowsMax) : kBlockN;
+    // The consumers' release of the stage that tile i of the visit order takes (`which`: K or V).
+    auto waitEmptyFor = [&](int which, int i) {
+        int const it = it0 + i;
+        Barrier::wait(&pipe.empty[which][it % kStages], ((it / kStages) & 1) ^ 1);
+    };
     auto load = [&](int which, int i) {
         int const n = mask.nBlockMax - 1 - i, it = it0 + i, stage = it % kStages;
         auto waitEmpty = [&] {  // FP8 raw V: the producer's own transposes free the stage
-            if (!(Tile::kFp8 && which == kV)) Barrier::wait(&pipe.empty[which][stage], ((it / kStages) & 1) ^ 1);
+            if (!(Tile::kFp8 && which == kV)) waitEmptyFor(which, i);
         };
         uint64_t* full = rowViews && which == kK ? &vtBar[2 * kStages + stage] : &pipe.full[which][stage];
         unsigned char* base = (which == kV ? sV : sK) + stage * Tile::kBytesKV;
@@ -637,9 +642,8 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                 if (lastDropped) {
                     syncTo(j);
                     if (lastDropped) {
-                        int const it = it0 + j, stage = it % kStages;
-                        Barrier::wait(&pipe.empty[kV][stage], ((it / kStages) & 1) ^ 1);
-                        Barrier::arrive(&pipe.full[kV][stage]);
+                        waitEmptyFor(kV, j);
+                        Barrier::arrive(&pipe.full[kV][(it0 + j) % kStages]);
                         ++leftOut;
                         return;
                     }
@@ -712,10 +716,8 @@ struct ConsumerSm90 {
     // A CTA pair's other CTA (produceTiles' pairRank), whose empty barriers this CTA's warps
     // also arrive on; -1 unpaired.
     int peer = -1;
-    // kSkip && Tile::kSkipVLoads: the votes for the producers (publishDrop); rank: this CTA's in
-    // its pair (0 unpaired).
+    // kSkip && Tile::kSkipVLoads: the votes for the producers (publishDrop).
     SkipVotes<Tile::kNConsumerThreads / 32>* votes = nullptr;
-    int rank = 0;
 
     // Ping-pong: the warpgroups take turns issuing their GEMMs in a ring (0, 1[, 2], 0, ...),
     // so that the tensor cores run one warpgroup's GEMMs while the others do their softmax.
@@ -853,7 +855,7 @@ struct ConsumerSm90 {
             asm volatile("st.shared.u8 [%0], %1;" ::"r"(addr), "r"(static_cast<uint32_t>(dropped)) : "memory");
             if constexpr (kSkip && Tile::kSkipVLoads) {
                 int const slot = i & 3, w = static_cast<int>(threadIdx.x / 32) - 4;  // (consumer warps follow the producer's four)
-                uint32_t* word = &votes->words[slot][rank][w];
+                uint32_t* word = &votes->words[slot][peer >= 0 ? peer ^ 1 : 0][w];  // (this CTA's rank)
                 *reinterpret_cast<uint32_t volatile*>(word) = dropped ? 1u : 0u;
                 if (peer >= 0) {
                     uint32_t const wordAddr = static_cast<uint32_t>(__cvta_generic_to_shared(word));
