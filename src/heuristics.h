@@ -15,7 +15,8 @@ namespace fmha::detail {
 int setPackGqa(int mode);
 
 // Device counters for FmhaParams::skipStats (FmhaParams::kSkipStats of them), set by tests and
-// the benchmark (null: none, the default); returns the previous pointer.
+// the benchmark (null: none, the default); returns the previous pointer. While they are set,
+// skip-softmax calls on the Hopper family launch their instance's counting kernel.
 unsigned long long* setSkipStats(unsigned long long* counters);
 
 // Whether the Hopper family's kernels are launched as programmatic dependents of the kernel

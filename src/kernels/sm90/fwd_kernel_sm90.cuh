@@ -205,7 +205,10 @@ __device__ inline void combineIfLast(FmhaParams const& p, int cwarp, int lane, i
         combineRow<ET>(p, seq, b, packed.query(m), hq + packed.head(m), lane);
 }
 
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
+// kStats (skip-softmax kernels only): the variant that counts its steps into p.skipStats,
+// launched where a test or the benchmark asks for the counts (detail::setSkipStats), so that
+// the kernel every other call runs carries no counting.
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape, bool kStats = false>
 __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, TileOf<kElem, kHeadDim, kShape>::kMinBlocks)
     fwdKernelSm90(FmhaParams const p, __grid_constant__ TmaDescs const tma) {
     using Elem = typename ElemOf<kElem>::type;
@@ -304,8 +307,8 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     if (warp < 4) {
         cutlass::arch::warpgroup_reg_dealloc<Tile::kProducerRegs>();
         if (!mask.empty())
-            produceTiles<Elem, Tile, kKv, kSkipV>(p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid, sVt, vtBar, 0, 0,
-                                                  pairRank, votes);
+            produceTiles<Elem, Tile, kKv, kSkipV, kStats>(p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid, sVt,
+                                                          vtBar, 0, 0, pairRank, votes);
         pairArrive();
         pairWait();
         return;
@@ -331,14 +334,14 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
         float const skipLog2 = kSkip && p.skipFactor > 0.0F && p.skipFactor < static_cast<float>(seq.lk)
                                    ? log2f(p.skipFactor / static_cast<float>(seq.lk))
                                    : -INFINITY;
-        ConsumerSm90<ET, Tile, kSkip> const consumer{p, seq, mask, pipe, sQAddr, static_cast<uint32_t>(__cvta_generic_to_shared(sK)),
-                                                     static_cast<uint32_t>(__cvta_generic_to_shared(sV)), warpRow0 + g, t,
-                                                     lane == 0, cwg, skipLog2,
-                                                     static_cast<uint32_t>(__cvta_generic_to_shared(sVt)), vtBar,
-                                                     static_cast<uint32_t>(__cvta_generic_to_shared(sDrops[cwg])),
-                                                     /*it0=*/0, /*qPhase=*/0, /*qBuf=*/0, /*ringOpen=*/true, /*ringClose=*/true,
-                                                     /*kvTma=*/tma.kvOk != 0, /*peer=*/pairRank >= 0 ? pairRank ^ 1 : -1,
-                                                     /*votes=*/votes};
+        using Consumer = ConsumerSm90<ET, Tile, kSkip, kStats>;
+        Consumer const consumer{p, seq, mask, pipe, sQAddr, static_cast<uint32_t>(__cvta_generic_to_shared(sK)),
+                                static_cast<uint32_t>(__cvta_generic_to_shared(sV)), warpRow0 + g, t, lane == 0, cwg,
+                                skipLog2, static_cast<uint32_t>(__cvta_generic_to_shared(sVt)), vtBar,
+                                static_cast<uint32_t>(__cvta_generic_to_shared(sDrops[cwg])),
+                                /*it0=*/0, /*qPhase=*/0, /*qBuf=*/0, /*ringOpen=*/true, /*ringClose=*/true,
+                                /*kvTma=*/tma.kvOk != 0, /*peer=*/pairRank >= 0 ? pairRank ^ 1 : -1,
+                                /*votes=*/votes};
         consumer.run(o, softmax);
         alignHeadColumns<Tile>(tma, hkv, D, o);
     }

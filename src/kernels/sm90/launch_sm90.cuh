@@ -12,13 +12,24 @@
 
 namespace fmha::sm90 {
 
-// The instance's kernel: the persistent one for TileShape::kPersistent.
-template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
+// The instance's kernel: the persistent one for TileShape::kPersistent; kStats, a skip-softmax
+// instance's counting variant (fwdKernelSm90).
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape, bool kStats = false>
 constexpr auto kernelOf() {
     if constexpr (TileOf<kElem, kHeadDim, kShape>::kPersistent)
         return &fwdKernelSm90Persistent<kElem, kHeadDim, kKv, kSkip, kShape>;
     else
-        return &fwdKernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>;
+        return &fwdKernelSm90<kElem, kHeadDim, kKv, kSkip, kShape, kStats>;
+}
+
+// The kernels of an instance: its own and, for skip-softmax, the counting variant.
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
+constexpr int kKernelsOf = kSkip && !TileOf<kElem, kHeadDim, kShape>::kPersistent ? 2 : 1;
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
+void const* kernelAt(int k) {
+    if constexpr (kKernelsOf<kElem, kHeadDim, kKv, kSkip, kShape> == 2)
+        if (k == 1) return reinterpret_cast<void const*>(kernelOf<kElem, kHeadDim, kKv, kSkip, kShape, true>());
+    return reinterpret_cast<void const*>(kernelOf<kElem, kHeadDim, kKv, kSkip, kShape>());
 }
 
 // The CTAs a cluster of a launch over `heads` tiles of query heads (grid.y; a persistent
@@ -108,7 +119,8 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::launch(FmhaParams c
     using Tile = TileOf<kElem, kHeadDim, kShape>;
     TmaDescs tma;
     makeTmaDescs(p, Tile::kBlockM, Tile::kBlockN, Tile::kSwizzleBytes, &tma, Tile::kPersistent);
-    void const* kernel = reinterpret_cast<void const*>(kernelOf<kElem, kHeadDim, kKv, kSkip, kShape>());
+    // Skip-softmax: the counting variant where counters are set (tests, the benchmark's untimed run).
+    void const* kernel = kernelAt<kElem, kHeadDim, kKv, kSkip, kShape>(kSkip && p.skipStats != nullptr ? 1 : 0);
     if constexpr (Tile::kPersistent) {
         return launchPersistent<Tile>(kernel, p, tma, stream, clusterCacheOf<kElem, kHeadDim, kKv, kSkip, kShape>());
     } else {
@@ -126,8 +138,15 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::launch(FmhaParams c
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::prepare() {
     using Tile = TileOf<kElem, kHeadDim, kShape>;
-    cudaError_t err = cudaFuncSetAttribute(kernelOf<kElem, kHeadDim, kKv, kSkip, kShape>(),
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes);
+    constexpr int kKernels = kKernelsOf<kElem, kHeadDim, kKv, kSkip, kShape>;
+    cudaError_t err = cudaSuccess;
+    for (int k = 0; k < kKernels && err == cudaSuccess; ++k) {
+        void const* kernel = kernelAt<kElem, kHeadDim, kKv, kSkip, kShape>(k);
+        err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes);
+        // Two CTAs an SM need the whole carveout as shared memory.
+        if (err == cudaSuccess && Tile::kMinBlocks > 1)
+            err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    }
     if constexpr (Tile::kPersistent && Tile::kPairable) {
         // The pairs' resident clusters, asked here (preflight, outside any capture) for the launches.
         int device = 0, clusters = 0;
@@ -137,16 +156,16 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::prepare() {
                               Tile::kNThreads, Tile::kSmemBytes, clusterCacheOf<kElem, kHeadDim, kKv, kSkip, kShape>(),
                               &clusters);
     }
-    if (err != cudaSuccess || Tile::kMinBlocks == 1) return err;
-    // Two CTAs an SM need the whole carveout as shared memory.
-    return cudaFuncSetAttribute(kernelOf<kElem, kHeadDim, kKv, kSkip, kShape>(),
-                                cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    return err;
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::probe() {
     cudaFuncAttributes attr;
-    return cudaFuncGetAttributes(&attr, kernelOf<kElem, kHeadDim, kKv, kSkip, kShape>());
+    cudaError_t err = cudaSuccess;
+    for (int k = 0; k < kKernelsOf<kElem, kHeadDim, kKv, kSkip, kShape> && err == cudaSuccess; ++k)
+        err = cudaFuncGetAttributes(&attr, kernelAt<kElem, kHeadDim, kKv, kSkip, kShape>(k));
+    return err;
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>

@@ -370,7 +370,7 @@ __device__ inline bool consumersFenceGathers(bool kvTma, int i) { return !kvTma 
 // K/V tile, multicast to both CTAs (whose full barriers each expect the whole tile); its empty
 // barriers count both CTAs' consumer warps, so that neither CTA's stage is refilled before
 // both have read it.
-template <class Elem, class Tile, KvAddressing kKv, bool kSkipV = false>
+template <class Elem, class Tile, KvAddressing kKv, bool kSkipV = false, bool kStats = false>
 __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq,
                                     MaskPolicy<Tile::kBlockN> const& mask, int b, int hq, int hkv, int m0,
                                     unsigned char* sQ, unsigned char* sK, unsigned char* sV,
@@ -644,7 +644,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                     if (lastDropped) {
                         waitEmptyFor(kV, j);
                         Barrier::arrive(&pipe.full[kV][(it0 + j) % kStages]);
-                        ++leftOut;
+                        if constexpr (kStats) ++leftOut;
                         return;
                     }
                 }
@@ -658,10 +658,10 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         }
         loadV(nTiles - 1);
         // Every phase waited for, so that no vote of the other CTA is still in flight to this
-        // one when it leaves; the counts for the tests and the benchmark (FmhaParams::skipStats).
+        // one when it leaves; the counts for the tests and the benchmark (kStats: FmhaParams::skipStats).
         if constexpr (kSkipV) {
             syncTo(nTiles - 1);
-            if (lead && p.skipStats != nullptr) {
+            if (kStats && lead && p.skipStats != nullptr) {
                 atomicAdd(&p.skipStats[4], static_cast<unsigned long long>(nTiles));
                 atomicAdd(&p.skipStats[5], static_cast<unsigned long long>(leftOut));
             }
@@ -678,7 +678,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
 // released unread. The warps learn each other's drops without a barrier of their own: each
 // writes its drop of tile i to shared memory, and the four read them after the next step's
 // ping-pong turn barrier, which they pass together before issuing the P.V of tile i.
-template <class ET, class Tile, bool kSkip = false>
+template <class ET, class Tile, bool kSkip = false, bool kStats = false>
 struct ConsumerSm90 {
     // FP8: E4M3 operands in both GEMMs (P converted from the softmax, scaled by kPScale).
     using T = std::conditional_t<Tile::kFp8, __nv_fp8_e4m3, typename ET::Compute>;
@@ -988,7 +988,7 @@ struct ConsumerSm90 {
         }
         uint32_t pa[kPSteps][4];
         bool dropped = false;  // this warp dropped the tile last visited (kSkip)
-        [[maybe_unused]] int nSkipped = 0, nDropped = 0;  // kSkip: P.V products skipped, tiles this warp dropped
+        [[maybe_unused]] int nSkipped = 0, nDropped = 0;  // kStats: P.V products skipped, tiles this warp dropped
         {
             float s[kBlockN / 2];
             float rescale[2];
@@ -1006,14 +1006,15 @@ struct ConsumerSm90 {
             // first tile holds its maximum.
             dropped = softmaxStep<true>(s, nLast, rm, live, softmax, rescale, moved);
             finishTile(0, s, rescale, /*moved=*/false, dropped, pa, o);  // a dropping warp's pa: zeroP before a P.V
-            if constexpr (kSkip) nDropped += dropped;
+            if constexpr (kSkip && kStats) nDropped += dropped;
         }
         // Masked tiles (the causal diagonal, the ragged end) come first in the visit order,
         // then the unmasked run without mask code, then the masked window edge.
         int i = 1;
         auto visit = [&](auto masked) {
-            bool const skippedPV = step<decltype(masked)::value>(i, nLast, rm, live, pa, o, softmax, dropped);
-            if constexpr (kSkip) {
+            [[maybe_unused]] bool const skippedPV =
+                step<decltype(masked)::value>(i, nLast, rm, live, pa, o, softmax, dropped);
+            if constexpr (kSkip && kStats) {
                 nSkipped += skippedPV;
                 nDropped += dropped;
             }
@@ -1036,7 +1037,7 @@ struct ConsumerSm90 {
         cute::warpgroup_wait<0>();
         fenceOperands(o);
         release(kV, nTiles - 1);
-        if constexpr (kSkip) {
+        if constexpr (kSkip && kStats) {
             // Counts for the tests and the benchmark: per warpgroup its steps and skipped P.V
             // products, per warp its steps and dropped tiles.
             if (p.skipStats != nullptr && leadLane) {
