@@ -11,6 +11,8 @@
 #   MULTI_ONLY_k="DIR ..."  (k: an argument string's index) the builds that run string k, where
 #                           not all (a setting that leaves FP8 alone, say); the base always runs
 #   STEP_LIMIT              seconds a run may take (default 400)
+#   MULTI_FIRST_ROUND=R     number the rounds from R (default 0), so that a second invocation
+#                           adds rounds to the first's: each summary takes every round in $OUT/runs
 # Writes $OUT/runs/r<round>_<name>_<k>.json, $OUT/multi_ab.log (the runs' console output) and
 # $OUT/ab_<base>_<variant>.txt per variant.
 set -u
@@ -30,7 +32,9 @@ out=${OUT:-out}
 mkdir -p "$out/runs"
 limit=${STEP_LIMIT:-400}
 status=0
-for ((r = 0; r < rounds; ++r)); do
+first=${MULTI_FIRST_ROUND:-0}
+[[ "$first" =~ ^[0-9]+$ ]] || { echo "device_multi_ab.sh: MULTI_FIRST_ROUND must be a whole number" >&2; exit 2; }
+for ((r = first; r < first + rounds; ++r)); do
   k=0
   for args in "$@"; do
     only_var="MULTI_ONLY_$k"
