@@ -6,7 +6,7 @@
 # for settings that leave every other instance's code unchanged (the caller's claim:
 # scripts/sass_diff.sh BASE NEW shows which instances differ). For device measurements, not CI.
 # usage: scripts/build_variant.sh BASE_BUILD NEW_BUILD "CUDA_FLAGS" REGEX
-#   e.g. scripts/build_variant.sh build build-v "-DFMHA_SM90_SKIP_V_LOADS=1" '_(fp16|bf16)_.*_skip\.cu\.o$'
+#   e.g. scripts/build_variant.sh build build-s "-DFMHA_SM90_SLACK8=0" '_(fp16|bf16)_.*_skip\.cu\.o$'
 set -euo pipefail
 base=${1:?base build dir}
 new=${2:?new build dir}

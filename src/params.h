@@ -101,13 +101,11 @@ struct FmhaParams {
 
     // Skip-softmax statistics (tests and the benchmark; null otherwise): the Hopper family adds
     // the (consumer warpgroup, key tile) steps it visited to [0] and those whose P.V it skipped
-    // to [1], the (warp, key tile) steps to [2] and those the warp dropped to [3]; kernels built
-    // to leave out V loads (FMHA_SM90_SKIP_V_LOADS) the (CTA, key tile) steps to [4] and those
-    // whose V load the CTA's producer left out to [5]. kSkipStats counters in all. Counted by
+    // to [1], the (warp, key tile) steps to [2] and those the warp dropped to [3]. Counted by
     // the skip-softmax instances' counting kernels, launched only where this is set.
     // Last, so that the kernels' offsets of the fields above stay as they were.
     unsigned long long* skipStats = nullptr;
-    static constexpr int kSkipStats = 6;
+    static constexpr int kSkipStats = 4;
     // FP8 input: O is written as BF16 instead of FP16 (FP8 instances only read it).
     bool outBf16 = false;
     // Hopper persistent kernels (TileShape::kPersistent): the units (one head, or pack-GQA head

@@ -45,10 +45,9 @@ using ScopedPackGqa = ScopedSetting<&detail::setPackGqa>;
 
 // Skip-softmax counters (FmhaParams::skipStats) for the launches in its scope: the Hopper
 // family's (warpgroup, key tile) steps and the P.V products it skipped, its (warp, key tile)
-// steps and the tiles its warps dropped, and in kernels built to leave out V loads
-// (FMHA_SM90_SKIP_V_LOADS; zero elsewhere) the (CTA, key tile) steps and the V loads left out.
+// steps and the tiles its warps dropped.
 struct SkipCounts {
-    unsigned long long visited = 0, skipped = 0, warpVisited = 0, warpDropped = 0, ctaVisited = 0, vLeftOut = 0;
+    unsigned long long visited = 0, skipped = 0, warpVisited = 0, warpDropped = 0;
 };
 class ScopedSkipStats {
 public:
@@ -72,7 +71,7 @@ public:
         if (counters_ == nullptr || cudaDeviceSynchronize() != cudaSuccess ||
             cudaMemcpy(h, counters_, sizeof(h), cudaMemcpyDeviceToHost) != cudaSuccess)
             return false;
-        *c = {h[0], h[1], h[2], h[3], h[4], h[5]};
+        *c = {h[0], h[1], h[2], h[3]};
         return true;
     }
 

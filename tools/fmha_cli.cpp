@@ -525,11 +525,10 @@ int skipSweepOne(DataType dtype, float prev, int segment, std::vector<float> con
     std::printf("%s: %s, structured scores (segments of %d keys, previous segment weight %.2f)\n", dev.name.c_str(),
                 p.describe().c_str(), segment, prev);
     // dropped: the (warp, key tile) steps whose exponentials a warp skipped; P.V skipped: the
-    // (warpgroup, key tile) steps whose P.V product was skipped (all four warps dropped the tile);
-    // V out: the (CTA, key tile) steps whose V load was left out (kernels built for it only).
-    std::printf("%10s %9s %9s %9s %9s %8s %8s %10s %10s %s\n", "factor S", "dropped", "P.V skip", "V out", "ms",
-                "TFLOPS", "speedup", "max err", "mean err", "family");
-    std::printf("%10s %9s %9s %9s %9.4f %8.1f %8.3f %10s %10s %s\n", "0 (dense)", "-", "-", "-", dense.medianMs,
+    // (warpgroup, key tile) steps whose P.V product was skipped (all four warps dropped the tile).
+    std::printf("%10s %9s %9s %9s %8s %8s %10s %10s %s\n", "factor S", "dropped", "P.V skip", "ms", "TFLOPS",
+                "speedup", "max err", "mean err", "family");
+    std::printf("%10s %9s %9s %9.4f %8.1f %8.3f %10s %10s %s\n", "0 (dense)", "-", "-", dense.medianMs,
                 flops / (dense.medianMs * 1e-3) / 1e12, 1.0, "-", "-", dense.family.c_str());
     int failures = 0;
     for (float S : factors) {
@@ -557,20 +556,18 @@ int skipSweepOne(DataType dtype, float prev, int segment, std::vector<float> con
             sumErr += e;
         }
         double const meanErr = dense.o.empty() ? 0.0 : sumErr / static_cast<double>(dense.o.size());
-        char dropped[16] = "-", skipped[16] = "-", vOut[16] = "-";
+        char dropped[16] = "-", skipped[16] = "-";
         auto share = [](char (&text)[16], unsigned long long part, unsigned long long whole) {  // "-" where nothing counted
             if (whole > 0) std::snprintf(text, sizeof text, "%.1f%%", 100.0 * static_cast<double>(part) / whole);
         };
         share(skipped, counts[1], counts[0]);
         share(dropped, counts[3], counts[2]);
-        share(vOut, counts[5], counts[4]);
-        std::printf("%10g %9s %9s %9s %9.4f %8.1f %8.3f %10.3g %10.3g %s\n", S, dropped, skipped, vOut, timed.medianMs,
+        std::printf("%10g %9s %9s %9.4f %8.1f %8.3f %10.3g %10.3g %s\n", S, dropped, skipped, timed.medianMs,
                     flops / (timed.medianMs * 1e-3) / 1e12, dense.medianMs / timed.medianMs, maxErr, meanErr,
                     timed.family.c_str());
         json << (first ? "" : ",\n") << "  {\"sweep\": \"skip\", \"factor\": " << S << ", \"tiles_visited\": " << counts[0]
              << ", \"tiles_skipped\": " << counts[1] << ", \"warp_tiles_visited\": " << counts[2]
-             << ", \"warp_tiles_dropped\": " << counts[3] << ", \"cta_tiles_visited\": " << counts[4]
-             << ", \"v_loads_left_out\": " << counts[5] << ", \"ms\": " << timed.medianMs << ", \"dense_ms\": "
+             << ", \"warp_tiles_dropped\": " << counts[3] << ", \"ms\": " << timed.medianMs << ", \"dense_ms\": "
              << dense.medianMs << ", \"speedup\": " << dense.medianMs / timed.medianMs << ", \"max_err\": " << maxErr
              << ", \"mean_err\": " << meanErr << ", \"family\": \"" << timed.family << "\", \"dense_family\": \""
              << dense.family << "\", \"structured_prev\": " << prev << ", \"structured_segment\": " << segment << ", \"device\": \"" << dev.name

@@ -15,12 +15,6 @@ __device__ inline float fastExp2(float x) {
     return y;
 }
 
-// A callable that does nothing: OnlineSoftmax::updateWarp's default hook.
-struct NoHook {
-    template <class... A>
-    __device__ void operator()(A&&...) const {}
-};
-
 template <int kRows>
 struct OnlineSoftmax {
     float rowMax[kRows];
@@ -106,18 +100,15 @@ struct OnlineSoftmax {
     // Otherwise the probabilities reach at most 2^(kSlack8 / 8) (times 2^kPLog2, as update())
     // and the output needs no rescale. rowMax then lags the running max by up to kSlack8 / 8,
     // so rowNegligible() skips only tiles that the exact running max would skip too. Returns
-    // whether the warp's rescale holds anything but 1. beforeExps(s) runs before the
-    // exponentials, once the maxima they take are known (a place for the caller to order them
-    // against its own work).
-    template <int kSlack8, int kPLog2 = 0, int kCols = 0, class Hook = NoHook>
+    // whether the warp's rescale holds anything but 1.
+    template <int kSlack8, int kPLog2 = 0, int kCols = 0>
     __device__ bool updateWarp(float (&s)[kRows][kCols], float const (&threadRowMax)[kRows], float scaleLog2,
-                               float (&rescale)[kRows], Hook const& beforeExps = {}) {
+                               float (&rescale)[kRows]) {
         static_assert(kSlack8 >= 0 && kSlack8 <= 64, "probabilities must stay in FP16/BF16 range");
         if constexpr (kSlack8 == 0) {  // the exact running max (deciding first spilled more at D=64)
             float m[kRows];
 #pragma unroll
             for (int r = 0; r < kRows; ++r) m[r] = quadMax(threadRowMax[r]);
-            beforeExps(s);
             update<kCols, kPLog2>(s, m, scaleLog2, rescale);
             bool moved = false;
 #pragma unroll
@@ -141,7 +132,6 @@ struct OnlineSoftmax {
 #pragma unroll
             for (int r = 0; r < kRows; ++r) rescale[r] = 1.0F;
         }
-        beforeExps(s);
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
             // A row that has seen no key yet keeps max -inf; use 0 so that -inf - -inf never appears.

@@ -168,11 +168,9 @@ __device__ inline void storeWarpRowsTma(FmhaParams const& p, TmaDescs const& tma
 // has rows reaches this (empty parts write zeros and -inf), so the count completes. The CTA's
 // indices are read afresh (volatile), so that nothing is held for this across the mainloop:
 // values live across the warpgroups' split made the producer's few registers spill.
-// Tile::kMergeFenceLean: the counting thread's acquire-release fences alone (see there).
 template <class ET, class Tile>
 __device__ inline void combineIfLast(FmhaParams const& p, int cwarp, int lane, int* sLast) {
-    if constexpr (!Tile::kMergeFenceLean)
-        __threadfence();  // this thread's rows of the part, before the count that publishes them
+    __threadfence();  // this thread's rows of the part, before the count that publishes them
     cutlass::arch::NamedBarrier::sync(Tile::kNConsumerThreads, Tile::kBarrierConsumers);
     unsigned x, nx, y, z;
     asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(x));
@@ -183,19 +181,13 @@ __device__ inline void combineIfLast(FmhaParams const& p, int cwarp, int lane, i
     unsigned const rowTiles = nx / static_cast<unsigned>(p.numSplits), tile = x % rowTiles;
     if (cwarp == 0 && lane == 0) {
         int32_t* counter = p.splitCounters + (static_cast<int64_t>(z) * gridDim.y + y) * rowTiles + tile;
-        // (lean: the CTA's rows, ordered before this thread's fence by the barrier, before the count)
-        if constexpr (Tile::kMergeFenceLean) asm volatile("fence.acq_rel.gpu;" ::: "memory");
         bool const last = atomicAdd(counter, 1) == p.numSplits - 1;
         if (last) *counter = 0;  // every part has counted: nothing else reads it in this launch
-        // (lean: the other parts' rows after their counts, for the reads behind the barrier below)
-        if constexpr (Tile::kMergeFenceLean)
-            if (last) asm volatile("fence.acq_rel.gpu;" ::: "memory");
         sLast[0] = last;
     }
     cutlass::arch::NamedBarrier::sync(Tile::kNConsumerThreads, Tile::kBarrierConsumers);
     if (!sLast[0]) return;
-    if constexpr (!Tile::kMergeFenceLean)
-        __threadfence();  // the other parts' rows (read through L2) after their counts
+    __threadfence();  // the other parts' rows (read through L2) after their counts
     int const b = static_cast<int>(z), hq = static_cast<int>(y) << p.packLog2;
     SeqInfo const seq(p, b);
     PackedRows const packed(p);
@@ -232,13 +224,6 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     // kSkip: each consumer warpgroup's drop bytes, [tile parity][warp]
     __shared__ uint32_t sDrops[Tile::kNConsumerWarpGroups][2];
     __shared__ int sLast[1];  // split-KV: this CTA is its row tile's last part (combineIfLast)
-    // kSkip && Tile::kSkipVLoads: the consumers' votes for the V skip (produceTiles).
-    constexpr bool kSkipV = kSkip && Tile::kSkipVLoads;
-    SkipVotes<Tile::kNConsumerThreads / 32>* votes = nullptr;
-    if constexpr (kSkipV) {
-        __shared__ SkipVotes<Tile::kNConsumerThreads / 32> sVotes;
-        votes = &sVotes;
-    }
 
     // Launched as a programmatic dependent (detail::dependentLaunch), this block may run before
     // the kernel ahead of it on the stream has finished: nothing global is read or written
@@ -286,8 +271,6 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
         if (pairRank >= 0) asm volatile("barrier.cluster.wait;" ::: "memory");
     };
     if (tid == 0) {
-        if constexpr (kSkipV)
-            for (int s = 0; s < 4; ++s) Barrier::init(&votes->decided[s], Tile::kNConsumerThreads / 32);
         if constexpr (Tile::kFp8) {
             for (int s = 0; s < Tile::kStages; ++s) {
                 Barrier::init(&vtBar[s], 128);
@@ -307,8 +290,8 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
     if (warp < 4) {
         cutlass::arch::warpgroup_reg_dealloc<Tile::kProducerRegs>();
         if (!mask.empty())
-            produceTiles<Elem, Tile, kKv, kSkipV, kStats>(p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid, sVt,
-                                                          vtBar, 0, 0, pairRank, votes);
+            produceTiles<Elem, Tile, kKv>(p, tma, seq, mask, b, hq, hkv, m0, sQ, sK, sV, pipe, tid, sVt, vtBar, 0, 0,
+                                          pairRank);
         pairArrive();
         pairWait();
         return;
@@ -340,8 +323,7 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape>::kNThreads, Ti
                                 skipLog2, static_cast<uint32_t>(__cvta_generic_to_shared(sVt)), vtBar,
                                 static_cast<uint32_t>(__cvta_generic_to_shared(sDrops[cwg])),
                                 /*it0=*/0, /*qPhase=*/0, /*qBuf=*/0, /*ringOpen=*/true, /*ringClose=*/true,
-                                /*kvTma=*/tma.kvOk != 0, /*peer=*/pairRank >= 0 ? pairRank ^ 1 : -1,
-                                /*votes=*/votes};
+                                /*kvTma=*/tma.kvOk != 0, /*peer=*/pairRank >= 0 ? pairRank ^ 1 : -1};
         consumer.run(o, softmax);
         alignHeadColumns<Tile>(tma, hkv, D, o);
     }

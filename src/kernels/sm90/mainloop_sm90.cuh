@@ -325,16 +325,6 @@ struct PipelineSm90 {
 
 enum : int { kK = 0, kV = 1 };
 
-// Skip-softmax's V skip (Tile::kSkipVLoads): each consumer warp's vote on tile t (1: it dropped
-// the tile) for the producers, a word of SkipVotes::words[t % 4][rank][warp] in each CTA of a
-// pair, and the "decided" mbarrier of slot t % 4 in each CTA, which counts the CTA's consumer
-// warps and, in a pair, the other CTA's votes as 4 transaction bytes each (st.async).
-template <int kWarps>
-struct SkipVotes {
-    uint64_t decided[4];
-    uint32_t words[4][2][kWarps];
-};
-
 // Who makes a gathered K/V stage of tile i of the visit order (cp.async: generic-proxy writes)
 // visible to the wgmma's async proxy. The consumers, after their wait, where the CTA has no K/V
 // TMA descriptor (kvTma false: every tile may be gathered) and on the first tile (a ragged
@@ -362,22 +352,17 @@ __device__ inline bool consumersFenceGathers(bool kvTma, int i) { return !kvTma 
 // it0: the pipeline's count of tiles before this row tile's (a persistent CTA's earlier
 // tiles): tile i of the visit order uses stage (it0 + i) % kStages. qBuf: the barriers of Q's
 // buffer sQ (persistent kernels: two buffers, the tile's parity).
-// kSkipV (Tile::kSkipVLoads, skip-softmax kernels): V loads of tiles every consumer warp (of
-// both CTAs of a pair) dropped are left out, as the consumers' votes say (votes; see the 16-bit
-// loads below).
 // pairRank (Tile::kPairable): this CTA's rank in a pair of CTAs of the same KV
 // head and row tile (-1: unpaired). A paired CTA's TMA loads only column block pairRank of each
 // K/V tile, multicast to both CTAs (whose full barriers each expect the whole tile); its empty
 // barriers count both CTAs' consumer warps, so that neither CTA's stage is refilled before
 // both have read it.
-template <class Elem, class Tile, KvAddressing kKv, bool kSkipV = false, bool kStats = false>
+template <class Elem, class Tile, KvAddressing kKv>
 __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, SeqInfo const& seq,
                                     MaskPolicy<Tile::kBlockN> const& mask, int b, int hq, int hkv, int m0,
                                     unsigned char* sQ, unsigned char* sK, unsigned char* sV,
                                     PipelineSm90<Tile::kStages, Tile::kQBuffers>& pipe, int ptid, unsigned char* sVt = nullptr,
-                                    uint64_t* vtBar = nullptr, int it0 = 0, int qBuf = 0, int pairRank = -1,
-                                    [[maybe_unused]] SkipVotes<Tile::kNConsumerThreads / 32>* votes = nullptr) {
-    static_assert(!kSkipV || (Tile::kSkipVLoads && !Tile::kFp8), "V loads left out: 16-bit kernels built for it");
+                                    uint64_t* vtBar = nullptr, int it0 = 0, int qBuf = 0, int pairRank = -1) {
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kStages = Tile::kStages;
     constexpr int kSw = Tile::kSwizzleBytes;  // bytes of a row in one swizzled block (128, or 64)
     constexpr int kChunks = Tile::kRowBytes / 16, kColBlocks = Tile::kRowBytes / kSw, kElemBytes = ElemTraits<Elem>::kBytes;
@@ -454,15 +439,10 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     // box of kBoxRows rows each.
     int const pageLog2 = p.pageSizeLog2;
     int const boxRows = kKv == KvAddressing::kPaged ? min(1 << pageLog2, Tile::kBoxRowsMax) : kBlockN;
-    // The consumers' release of the stage that tile i of the visit order takes (`which`: K or V).
-    auto waitEmptyFor = [&](int which, int i) {
-        int const it = it0 + i;
-        Barrier::wait(&pipe.empty[which][it % kStages], ((it / kStages) & 1) ^ 1);
-    };
     auto load = [&](int which, int i) {
         int const n = mask.nBlockMax - 1 - i, it = it0 + i, stage = it % kStages;
         auto waitEmpty = [&] {  // FP8 raw V: the producer's own transposes free the stage
-            if (!(Tile::kFp8 && which == kV)) waitEmptyFor(which, i);
+            if (!(Tile::kFp8 && which == kV)) Barrier::wait(&pipe.empty[which][stage], ((it / kStages) & 1) ^ 1);
         };
         uint64_t* full = rowViews && which == kK ? &vtBar[2 * kStages + stage] : &pipe.full[which][stage];
         unsigned char* base = (which == kV ? sV : sK) + stage * Tile::kBytesKV;
@@ -607,65 +587,12 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
         if (rowViews) zeroOutsideHead(nTiles - 1);
         for (int j = nTiles >= 2 ? nTiles - 2 : 0; j < nTiles; ++j) transpose(j);
     } else {
-        // kSkipV: the producer waits for the consumers' "decided" phases in order (`synced`
-        // tiles so far; ConsumerSm90::publishDrop). Before V of tile j it waits up to tile j - 2
-        // (long decided, so that a kept run's V leaves as early as without this), and where
-        // every warp dropped the last tile waited for, up to tile j itself, whose V it then
-        // leaves out if every warp dropped it too: the stage's empty barrier waited for, its
-        // full barrier arrived on without bytes (the consumers wait on it and release the stage
-        // unread, their P.V skipped). A pair's two producers read the same votes, so they agree.
-        // The first kept tiles after a dropped run have their V loaded late. No "decided"
-        // barrier runs a phase ahead of the producer's waits, and a vote stays until both
-        // producers have read it: the consumers vote on tile t + 4 only after V of tile t + 3 is
-        // in, for which each producer of the pair has waited up to tile t + 1 (it issued its
-        // part of V) or up to tile t + 3 (it left V out, which takes every warp's vote on t + 3,
-        // so the other CTA's V of t + 2).
-        [[maybe_unused]] int synced = 0, leftOut = 0;
-        [[maybe_unused]] bool lastDropped = false;  // every consumer warp dropped tile synced - 1
-        [[maybe_unused]] auto syncTo = [&](int t) {
-            constexpr int kWarps = Tile::kNConsumerThreads / 32;
-            for (; synced <= t; ++synced) {
-                int const slot = synced & 3;
-                Barrier::wait(&votes->decided[slot], static_cast<uint32_t>(synced >> 2) & 1);
-                uint32_t all = 1;
-#pragma unroll
-                for (int r = 0; r < 2; ++r)
-#pragma unroll
-                    for (int w = 0; w < kWarps; ++w)
-                        if (r == 0 || pairRank >= 0) all &= *reinterpret_cast<uint32_t volatile*>(&votes->words[slot][r][w]);
-                lastDropped = all != 0;
-            }
-        };
-        auto loadV = [&](int j) {
-            if constexpr (kSkipV) {
-                syncTo(j - 2);
-                if (lastDropped) {
-                    syncTo(j);
-                    if (lastDropped) {
-                        waitEmptyFor(kV, j);
-                        Barrier::arrive(&pipe.full[kV][(it0 + j) % kStages]);
-                        if constexpr (kStats) ++leftOut;
-                        return;
-                    }
-                }
-            }
-            load(kV, j);
-        };
         load(kK, 0);
         for (int i = 1; i < nTiles; ++i) {
             load(kK, i);
-            loadV(i - 1);
+            load(kV, i - 1);
         }
-        loadV(nTiles - 1);
-        // Every phase waited for, so that no vote of the other CTA is still in flight to this
-        // one when it leaves; the counts for the tests and the benchmark (kStats: FmhaParams::skipStats).
-        if constexpr (kSkipV) {
-            syncTo(nTiles - 1);
-            if (kStats && lead && p.skipStats != nullptr) {
-                atomicAdd(&p.skipStats[4], static_cast<unsigned long long>(nTiles));
-                atomicAdd(&p.skipStats[5], static_cast<unsigned long long>(leftOut));
-            }
-        }
+        load(kV, nTiles - 1);
     }
     cute::cp_async_wait<0>();  // no copy outlives its thread
 }
@@ -716,8 +643,6 @@ struct ConsumerSm90 {
     // A CTA pair's other CTA (produceTiles' pairRank), whose empty barriers this CTA's warps
     // also arrive on; -1 unpaired.
     int peer = -1;
-    // kSkip && Tile::kSkipVLoads: the votes for the producers (publishDrop).
-    SkipVotes<Tile::kNConsumerThreads / 32>* votes = nullptr;
 
     // Ping-pong: the warpgroups take turns issuing their GEMMs in a ring (0, 1[, 2], 0, ...),
     // so that the tensor cores run one warpgroup's GEMMs while the others do their softmax.
@@ -769,12 +694,10 @@ struct ConsumerSm90 {
     // where the warp drops the tile instead: s, rescale and the softmax state are then left as
     // they are.
     // rm: the mask rows of this thread's two query rows; live: which of them are real rows.
-    // beforeExps(scores): called on a kept tile once its reference max is set, before the
-    // exponentials (body: Tile::kExpsAfterPV).
-    template <bool kMasked, class Hook = NoHook>
+    template <bool kMasked>
     __device__ bool softmaxStep(float (&s)[kBlockN / 2], int n, typename Mask::Row const (&rm)[2],
                                 bool const (&live)[2], OnlineSoftmax<2>& softmax, float (&rescale)[2],
-                                bool& moved, Hook const& beforeExps = {}) const {
+                                bool& moved) const {
         if constexpr (kMasked) {
 #pragma unroll
             for (int r = 0; r < 2; ++r)
@@ -801,9 +724,8 @@ struct ConsumerSm90 {
             if (__all_sync(0xffffffffu, mine)) return true;
         }
         if constexpr (Tile::kSlack8 > 0) {
-            moved = softmax.template updateWarp<Tile::kSlack8, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale, beforeExps);
+            moved = softmax.template updateWarp<Tile::kSlack8, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
         } else {
-            beforeExps(sr);
             softmax.template update<kNT * 2, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
             moved = true;
         }
@@ -845,32 +767,10 @@ struct ConsumerSm90 {
 
     // kSkip: this warp's drop of tile i, for the other warps of its warpgroup (byte
     // (i & 1) * 4 + warp). Written before the warp's next turn barrier; read after it.
-    // Tile::kSkipVLoads: also the warp's vote for the producers (SkipVotes): its word in this
-    // CTA and its arrival on the slot's "decided" barrier (expecting the other CTA's vote of the
-    // same warp, in a pair), and in a pair the word written into the other CTA by st.async,
-    // which completes its 4 bytes on that CTA's barrier.
     __device__ void publishDrop(int i, bool dropped) const {
         if (leadLane) {
             uint32_t const addr = sDrops + (i & 1) * 4 + (threadIdx.x / 32) % 4;
             asm volatile("st.shared.u8 [%0], %1;" ::"r"(addr), "r"(static_cast<uint32_t>(dropped)) : "memory");
-            if constexpr (kSkip && Tile::kSkipVLoads) {
-                int const slot = i & 3, w = static_cast<int>(threadIdx.x / 32) - 4;  // (consumer warps follow the producer's four)
-                uint32_t* word = &votes->words[slot][peer >= 0 ? peer ^ 1 : 0][w];  // (this CTA's rank)
-                *reinterpret_cast<uint32_t volatile*>(word) = dropped ? 1u : 0u;
-                if (peer >= 0) {
-                    uint32_t const wordAddr = static_cast<uint32_t>(__cvta_generic_to_shared(word));
-                    uint32_t const barAddr = static_cast<uint32_t>(__cvta_generic_to_shared(&votes->decided[slot]));
-                    uint32_t remoteWord, remoteBar;
-                    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remoteWord) : "r"(wordAddr), "r"(peer));
-                    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remoteBar) : "r"(barAddr), "r"(peer));
-                    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%0], %1, [%2];" ::"r"(remoteWord),
-                                 "r"(dropped ? 1u : 0u), "r"(remoteBar)
-                                 : "memory");
-                    TxBarrier::arrive_and_expect_tx(&votes->decided[slot], 4);
-                } else {
-                    Barrier::arrive(&votes->decided[slot]);
-                }
-            }
         }
     }
     // kSkip, after the turn barrier of the step that follows tile i: whether all four warps
@@ -936,15 +836,7 @@ struct ConsumerSm90 {
         cute::warpgroup_wait<kPV ? 1 : 0>();  // Q.K^T done; P.V still reads pa and writes o
         fenceOperands(s);
         release(kK, i);
-        // Tile::kExpsAfterPV: the P.V's wait before the exponentials (the scores pinned behind it).
-        auto waitPV = [](float (&sr)[2][kBlockN / 4]) {
-            if constexpr (Tile::kExpsAfterPV) {
-                cute::warpgroup_wait<0>();
-#pragma unroll
-                for (int r = 0; r < 2; ++r) fenceOperands(sr[r]);
-            }
-        };
-        dropped = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale, moved, waitPV);
+        dropped = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale, moved);
         cute::warpgroup_wait<0>();
         fenceOperands(o);
         fenceOperands(pa);  // pa stays live (unreused) until the P.V that reads it is done

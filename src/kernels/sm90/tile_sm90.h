@@ -185,34 +185,6 @@ struct TileSm90 {
     static constexpr int kSlack8 = FMHA_SM90_SLACK8 >= 0 ? FMHA_SM90_SLACK8 : kFp8 ? 6 : kHeadDim == 64 ? 0 : 64;
     static_assert(!kFp8 || kSlack8 <= 6, "FP8 P within E4M3's range");
     static constexpr float kPScale = static_cast<float>(1 << kPLog2);
-    // A mainloop step's exponentials against its wait for the P.V issued before them
-    // (ConsumerSm90::body): ptxas puts the wait before them in the dense kernels (it hoists the
-    // wait within their block; forced after them, the P.V wgmma serialises for want of
-    // registers), but after them in the skip-softmax kernels, where they sit inside the kept
-    // tile's branch. kExpsAfterPV: the wait before them in every kernel, as in the dense SASS;
-    // FMHA_SM90_EXPS_AFTER_PV=1 sets it, for measurement.
-#ifndef FMHA_SM90_EXPS_AFTER_PV
-#define FMHA_SM90_EXPS_AFTER_PV 0
-#endif
-    static constexpr bool kExpsAfterPV = FMHA_SM90_EXPS_AFTER_PV != 0;
-    // kSkipVLoads (16-bit skip-softmax kernels up to D=128, paired or not;
-    // FMHA_SM90_SKIP_V_LOADS=1 builds it, for measurement): the producer leaves out the V load of
-    // a tile that every consumer warp (of both CTAs of a pair) dropped (produceTiles). Not at
-    // D=256, whose paged skip kernel already spills 100 bytes (166 with it).
-#ifndef FMHA_SM90_SKIP_V_LOADS
-#define FMHA_SM90_SKIP_V_LOADS 0
-#endif
-    static constexpr bool kSkipVLoads = FMHA_SM90_SKIP_V_LOADS != 0 && !kFp8 && kHeadDim <= 128;
-    // Split-KV's merge in the kernel (combineIfLast): kMergeFenceLean, the counting thread's
-    // fence.acq_rel.gpu alone, after the consumers' barrier and after its count, instead of every
-    // consumer thread's __threadfence (fence.sc.gpu: MEMBAR.SC.GPU) before and after it; the
-    // barrier orders the other threads' rows before the counting thread's fence, and message
-    // passing needs acquire-release only (CUTLASS's semaphores do the same).
-    // FMHA_SM90_MERGE_FENCE=1 builds it, for measurement.
-#ifndef FMHA_SM90_MERGE_FENCE
-#define FMHA_SM90_MERGE_FENCE 0
-#endif
-    static constexpr bool kMergeFenceLean = FMHA_SM90_MERGE_FENCE != 0;
     // kPairable: the 16-bit D=128 tiles (two 64-column blocks a K/V row; contiguous or paged KV,
     // whose TMA boxes pair alike; persistent or not) may run as clusters of two CTAs of the same
     // KV head (two query heads of its group, the same row tiles), each loading one column block
