@@ -589,10 +589,11 @@ int skipSweep(DataType dtype, std::vector<float> const& factors, int iters, int 
     json << "[\n";
     int failures = 0;
     bool first = true;
-    // The structured problem three times: its previous segment 15.7 base-2 units below a
+    // The structured problem four times: its previous segment 15.7 base-2 units below a
     // query's own (dropped from S = 0.3 on), 10 units below (kept up to S = 15), and the latter
-    // with segments of 1280 keys: sparsities of about 90%, 80% and 70-75%.
-    for (auto [prev, segment] : {std::pair{0.35F, 1024}, std::pair{0.55F, 1024}, std::pair{0.55F, 1280}})
+    // with segments of 1280 and 1536 keys: sparsities of about 90%, 80%, 76% and 72% at small S.
+    for (auto [prev, segment] :
+         {std::pair{0.35F, 1024}, std::pair{0.55F, 1024}, std::pair{0.55F, 1280}, std::pair{0.55F, 1536}})
         failures += skipSweepOne(dtype, prev, segment, factors, iters, launches, commit, json, first);
     json << "\n]\n";
     if (jsonOut != nullptr) {
