@@ -591,7 +591,7 @@ int skipSweep(DataType dtype, std::vector<float> const& factors, int iters, int 
     bool first = true;
     // The structured problem four times: its previous segment 15.7 base-2 units below a
     // query's own (dropped from S = 0.3 on), 10 units below (kept up to S = 15), and the latter
-    // with segments of 1280 and 1536 keys: sparsities of about 90%, 80%, 76% and 72% at small S.
+    // with segments of 1280 and 1536 keys: sparsities of about 89%, 79%, 76% and 74% at small S.
     for (auto [prev, segment] :
          {std::pair{0.35F, 1024}, std::pair{0.55F, 1024}, std::pair{0.55F, 1280}, std::pair{0.55F, 1536}})
         failures += skipSweepOne(dtype, prev, segment, factors, iters, launches, commit, json, first);
