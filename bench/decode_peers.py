@@ -11,10 +11,21 @@ a bottom-right causal mask allows every key, and for up to 8 it excludes at most
 sequence (SDPA's is_causal is top-left aligned, not the same mask).
 
 usage: decode_peers.py FA3_DIR OURS.json OUT.json [--md OUT.md] [--only fa3|cudnn] [--rows I,J]
+                       [--rounds N --fmha BIN [--splits N]]
+
+With --rounds N (N > 1) each row is timed N times, ours (a fresh `BIN bench --decode --row I`
+process, `--splits N` passed on where OURS.json was made with it) and each peer in turn, and the
+row keeps the medians over the rounds and every round's figures: FA3's split rows move by tens of
+percent from one call to the next, and a drift of the GPU's speed then falls on both sides of a
+ratio alike.
 """
 import argparse
 import json
+import os
+import statistics
+import subprocess
 import sys
+import tempfile
 
 
 def peers(row, fa3, iters, only=None):
@@ -51,6 +62,49 @@ def peers(row, fa3, iters, only=None):
     return out
 
 
+def ours_round_ms(fmha, row, iters, splits):
+    """Our ms on the row in one fresh `fmha bench --decode --row I` process (None where it failed)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "row.json")
+        cmd = [fmha, "bench", "--decode", "--row", str(row["row"]), "--iters", str(iters), "--dtype", row["dtype"],
+               "--launches", str(row.get("launches", 10)), "--commit", row.get("commit", "unknown"), "--json", path]
+        if splits is not None:
+            cmd += ["--splits", str(splits)]
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0 or not os.path.exists(path):
+            print(f"  ours, row {row['row']}: {cmd} failed ({done.returncode}): {done.stdout[-200:]}")
+            return None
+        again = json.load(open(path))[0]
+        same = ("mode", "head_dim", "heads", "kv_heads", "batch", "lq", "lk", "page_size")
+        if any(again[k] != row[k] for k in same):
+            raise SystemExit(f"row {row['row']} of the decode sweep is not the row of the input JSON")
+        return again.get("ours_ms")
+
+
+def with_rounds(row, fa3, a):
+    """The row timed a.rounds times, ours and the peers in turn; medians and each round's ms."""
+    keys = ("ours",) + tuple(k for peer, k in (("fa3", "fa3_bf16"), ("cudnn", "cudnn")) if a.only in (None, peer))
+    series = {k: [] for k in keys}
+    for _ in range(a.rounds):
+        series["ours"].append(ours_round_ms(a.fmha, row, a.iters, a.splits))
+        got = peers(row, fa3, a.iters, a.only)
+        for k in keys[1:]:
+            series[k].append(got.get(f"{k}_ms"))
+            if f"{k}_error" in got:
+                row[f"{k}_error"] = got[f"{k}_error"]
+    row["rounds"] = {f"{k}_ms": v for k, v in series.items()}
+    for k, v in series.items():
+        if all(x is not None for x in v):
+            row[f"{k}_ms"] = statistics.median(v)
+            row[f"{k}_tbps"] = row["kv_bytes"] / (row[f"{k}_ms"] * 1e-3) / 1e12
+        else:  # a failed round leaves the row without that side's median
+            row.pop(f"{k}_ms", None)
+            row.pop(f"{k}_tbps", None)
+    if "fa3_bf16" in series and all(x is not None for x in series["ours"] + series["fa3_bf16"]):
+        row["rounds"]["ours_over_fa3"] = [f / o for o, f in zip(series["ours"], series["fa3_bf16"])]
+    return row
+
+
 def row_list(text):
     """--rows: a set of row indices."""
     try:
@@ -66,9 +120,15 @@ def markdown(rows):
         def cell(key):
             ms = r.get(f"{key}_ms")
             return "-" if ms is None else f"{r[f'{key}_tbps']:.2f} ({ms * 1e3:.0f})"
-        ratio = f"{r['fa3_bf16_ms'] / r['ours_ms']:.2f}" if r.get("fa3_bf16_ms") else "-"
+        ratio = f"{r['fa3_bf16_ms'] / r['ours_ms']:.2f}" if r.get("fa3_bf16_ms") and r.get("ours_ms") else "-"
         lines.append(f"| {r['batch']} | {r['lk']} | {r['lq']} | {r['heads']}/{r['kv_heads']} | {r['page_size']} | "
                      f"{cell('ours')} | {r.get('splits', '-')} | {cell('fa3_bf16')} | {cell('cudnn')} | {ratio} |")
+    if any("rounds" in r for r in rows):  # medians over rounds: each round's ours / FA3 beside them
+        lines[0] += " ours / FA3 per round (min-max) |"
+        lines[1] += "---|"
+        for i, r in enumerate(rows):
+            per = r.get("rounds", {}).get("ours_over_fa3")
+            lines[i + 2] += f" {min(per):.2f}-{max(per):.2f} |" if per else " - |"
     return "\n".join(lines) + "\n"
 
 
@@ -82,7 +142,14 @@ if __name__ == "__main__":
     ap.add_argument("--only", choices=["fa3", "cudnn"],
                     help="time one peer alone (a profiler's run: ncu -k regex:... python3 bench/decode_peers.py ...)")
     ap.add_argument("--rows", type=row_list, help="comma-separated row indices of OURS.json to time (default: all)")
+    ap.add_argument("--rounds", type=int, default=1, help="time every row N times, ours and the peers in turn")
+    ap.add_argument("--fmha", help="the fmha binary that wrote OURS.json (needed with --rounds)")
+    ap.add_argument("--splits", type=int, help="with --rounds: the --splits OURS.json was made with")
     a = ap.parse_args()
+    if a.rounds < 1:
+        ap.error("--rounds needs a positive count")
+    if a.rounds > 1 and not a.fmha:
+        ap.error("--rounds needs --fmha")
     sys.path.insert(0, a.fa3_dir)
     import torch
     import torch.nn.functional as F
@@ -95,9 +162,12 @@ if __name__ == "__main__":
     if a.rows is not None:
         rows = [r for r in rows if r["row"] in a.rows]
     for r in rows:  # ours_tbps: fmha bench's, from the same kv_bytes the peers divide
-        r.update(peers(r, fa3, a.iters, a.only))
+        if a.rounds > 1:
+            with_rounds(r, fa3, a)
+        else:
+            r.update(peers(r, fa3, a.iters, a.only))
         print(r["row"], r["batch"], r["lk"], r["lq"], f"{r['heads']}/{r['kv_heads']}", r["page_size"],
-              "ours", round(r["ours_tbps"], 2), "splits", r.get("splits"), "fa3", round(r.get("fa3_bf16_tbps", 0), 2),
+              "ours", round(r.get("ours_tbps", 0), 2), "splits", r.get("splits"), "fa3", round(r.get("fa3_bf16_tbps", 0), 2),
               "cudnn", round(r.get("cudnn_tbps", 0), 2), r.get("fa3_bf16_error", ""), flush=True)
     json.dump(rows, open(a.out, "w"), indent=1)
     if a.md:

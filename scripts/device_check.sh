@@ -19,7 +19,8 @@
 # then bench/perf_tables.py: docs/PERF.md's tables and plot (FP16, every peer) from one call.
 # ncu profiles the quick-sweep rows named in NCU_ROWS (indices; default "1 5 13"), one
 # kernel launch each, with the Hopper family and (row 5) the portable one. ROUNDS=N (N > 1)
-# times every benchmark row N times, ours and SDPA in turn (compare_sdpa.py --rounds).
+# times every benchmark row N times, ours and SDPA in turn (compare_sdpa.py --rounds), and
+# every decode row, ours, FA3 and cuDNN in turn (decode_peers.py --rounds).
 # LAUNCHES=K sets the launches a timed sample (fmha bench --launches; SDPA follows the rows).
 set -u
 bin=${1:?binary folder}
@@ -177,7 +178,7 @@ for what in "$@"; do
         fa3=$(mktemp -d)
         python3 -m zipfile -e "$wheel" "$fa3"
         t python3 bench/decode_peers.py "$fa3" "$out/decode_ours.json" "$out/decode.json" --md "$out/decode.md" \
-          2>&1 | tee -a "$out/decode.log" || status=1
+          $rounds 2>&1 | tee -a "$out/decode.log" || status=1
       else
         echo "no fa3-fwd wheel at ${FA3_WHEEL:-devbin/whl}: ours only"
         cp "$out/decode_ours.json" "$out/decode.json"
