@@ -67,14 +67,14 @@ def sdpa_ms(row, backend, iters):
         return None
 
 
-def ours_round(fmha, row, iters):
-    """TFLOPS of one fresh `fmha bench --row` process on the row's sweep index."""
+def rerun_row(fmha, row, iters, extra=()):
+    """The row as one fresh `fmha bench --row` process writes it, on the row's sweep index (the
+    quick or decode sweep where the row says so; extra: more flags), or None where it failed."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "row.json")
         cmd = [fmha, "bench", "--row", str(row["row"]), "--iters", str(iters), "--dtype", row["dtype"],
                "--launches", str(row.get("launches", 1)), "--commit", row.get("commit", "unknown"), "--json", path]
-        if row.get("sweep") == "quick":
-            cmd.append("--quick")
+        cmd += {"quick": ["--quick"], "decode": ["--decode"]}.get(row.get("sweep"), []) + list(extra)
         done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0 or not os.path.exists(path):
             print(f"  ours, row {row['row']}: {cmd} failed ({done.returncode}): {done.stdout[-200:]}")
@@ -83,7 +83,13 @@ def ours_round(fmha, row, iters):
         same = ("mode", "head_dim", "heads", "kv_heads", "batch", "lq", "lk", "mask", "page_size")
         if any(again[k] != row[k] for k in same):
             raise SystemExit(f"row {row['row']} of the sweep is not the row of the input JSON")
-        return again.get("ours_tflops")  # absent where the row failed (its "error" says why)
+        return again
+
+
+def ours_round(fmha, row, iters):
+    """TFLOPS of one fresh `fmha bench --row` process on the row's sweep index."""
+    again = rerun_row(fmha, row, iters)
+    return again.get("ours_tflops") if again else None  # absent where the row failed (its "error" says why)
 
 
 def main():

@@ -21,11 +21,8 @@ ratio alike.
 """
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
 
 
 def peers(row, fa3, iters, only=None):
@@ -62,31 +59,15 @@ def peers(row, fa3, iters, only=None):
     return out
 
 
-def ours_round_ms(fmha, row, iters, splits):
-    """Our ms on the row in one fresh `fmha bench --decode --row I` process (None where it failed)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "row.json")
-        cmd = [fmha, "bench", "--decode", "--row", str(row["row"]), "--iters", str(iters), "--dtype", row["dtype"],
-               "--launches", str(row.get("launches", 10)), "--commit", row.get("commit", "unknown"), "--json", path]
-        if splits is not None:
-            cmd += ["--splits", str(splits)]
-        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if done.returncode != 0 or not os.path.exists(path):
-            print(f"  ours, row {row['row']}: {cmd} failed ({done.returncode}): {done.stdout[-200:]}")
-            return None
-        again = json.load(open(path))[0]
-        same = ("mode", "head_dim", "heads", "kv_heads", "batch", "lq", "lk", "page_size")
-        if any(again[k] != row[k] for k in same):
-            raise SystemExit(f"row {row['row']} of the decode sweep is not the row of the input JSON")
-        return again.get("ours_ms")
-
-
-def with_rounds(row, fa3, a):
-    """The row timed a.rounds times, ours and the peers in turn; medians and each round's ms."""
+def with_rounds(row, fa3, a, rerun_row):
+    """The row timed a.rounds times, ours (rerun_row: compare_sdpa's) and the peers in turn;
+    medians and each round's ms."""
     keys = ("ours",) + tuple(k for peer, k in (("fa3", "fa3_bf16"), ("cudnn", "cudnn")) if a.only in (None, peer))
     series = {k: [] for k in keys}
+    extra = ["--splits", str(a.splits)] if a.splits is not None else []
     for _ in range(a.rounds):
-        series["ours"].append(ours_round_ms(a.fmha, row, a.iters, a.splits))
+        again = rerun_row(a.fmha, row, a.iters, extra)
+        series["ours"].append(again.get("ours_ms") if again else None)
         got = peers(row, fa3, a.iters, a.only)
         for k in keys[1:]:
             series[k].append(got.get(f"{k}_ms"))
@@ -102,7 +83,6 @@ def with_rounds(row, fa3, a):
             row.pop(f"{k}_tbps", None)
     if "fa3_bf16" in series and all(x is not None for x in series["ours"] + series["fa3_bf16"]):
         row["rounds"]["ours_over_fa3"] = [f / o for o, f in zip(series["ours"], series["fa3_bf16"])]
-    return row
 
 
 def row_list(text):
@@ -157,13 +137,13 @@ if __name__ == "__main__":
     import fa3_fwd_config
     sys.modules["flash_attn_config"] = fa3_fwd_config
     import fa3_fwd_interface as fa3
-    from compare_sdpa import time_ms  # the same timing as fmha bench and the SDPA comparison
+    from compare_sdpa import rerun_row, time_ms  # the same timing as fmha bench and the SDPA comparison
     rows = [r for r in json.load(open(a.ours)) if "ours_ms" in r]
     if a.rows is not None:
         rows = [r for r in rows if r["row"] in a.rows]
     for r in rows:  # ours_tbps: fmha bench's, from the same kv_bytes the peers divide
         if a.rounds > 1:
-            with_rounds(r, fa3, a)
+            with_rounds(r, fa3, a, rerun_row)
         else:
             r.update(peers(r, fa3, a.iters, a.only))
         print(r["row"], r["batch"], r["lk"], r["lq"], f"{r['heads']}/{r['kv_heads']}", r["page_size"],
