@@ -13,7 +13,8 @@ new=${2:?new build dir}
 flags=${3?CUDA flags}
 regex=${4:?instance object regex}
 src="$(cd "$(dirname "$0")/.." && pwd)"
-cache() { sed -n "s/^$1:[A-Z]*=//p" "$base/CMakeCache.txt"; }
+# (a value CMake wrote with leading or trailing blanks is quoted in the cache: the quotes go)
+cache() { sed -n "s/^$1:[A-Z]*=//p" "$base/CMakeCache.txt" | sed "s/^'\(.*\)'\$/\1/"; }
 [ -f "$base/CMakeCache.txt" ] || { echo "build_variant.sh: $base is not a configured build tree" >&2; exit 2; }
 rm -rf "$new"
 cfg=$(mktemp)
