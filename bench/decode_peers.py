@@ -130,6 +130,8 @@ if __name__ == "__main__":
         ap.error("--rounds needs a positive count")
     if a.rounds > 1 and not a.fmha:
         ap.error("--rounds needs --fmha")
+    if a.splits is not None and a.rounds == 1:
+        ap.error("--splits goes with --rounds (the reruns' part count)")
     sys.path.insert(0, a.fa3_dir)
     import torch
     import torch.nn.functional as F
