@@ -365,60 +365,56 @@ float attentionScaleOf(ProblemSpec const& s) {
     return s.attentionScale > 0 ? s.attentionScale : 1.0F / std::sqrt(static_cast<float>(s.headDim));
 }
 
+// The fields every mode's argument struct has: the output, the scales, the dtypes and the LSE.
+template <class Args>
+void setCommonArgs(HostProblem const& p, void const* q, void* o, float* lse, Args* a) {
+    a->q = q;
+    a->o = o;
+    a->attentionScale = attentionScaleOf(p.spec);
+    a->inputType = p.spec.dtype;
+    a->bf16Output = p.spec.bf16Out;
+    a->qScale = p.qScale;
+    a->kScale = p.kScale;
+    a->vScale = p.vScale;
+    a->lse = lse;
+}
+
 // Fills the mode's argument struct (with the given pointers) and calls fn(runner, args).
 template <class Fn>
 bool withArgs(HostProblem const& p, void const* q, void const* k, void const* v, void* o, int32_t const* cuQ,
               int32_t const* cuKV, int32_t const* table, int32_t const* bb, int32_t const* be, float* lse, Fn&& fn) {
     ProblemSpec const& s = p.spec;
-    float const scale = attentionScaleOf(s);
     switch (s.mode) {
     case Mode::kLlm: {
         LlmArgs a;
-        a.q = q;
+        setCommonArgs(p, q, o, lse, &a);
         a.kv = k;
-        a.o = o;
         a.cuKVSeqLens = cuKV;
-        a.attentionScale = scale;
         a.slidingWindowSize = s.window;
-        a.inputType = s.dtype;
-        a.bf16Output = s.bf16Out;
-        a.qScale = p.qScale;
-        a.kScale = p.kScale;
-        a.vScale = p.vScale;
         a.skipSoftmaxScaleFactor = s.skip;
-        a.lse = lse;
         return fn(a);
     }
     case Mode::kPaged: {
         PagedArgs a;
-        a.q = q;
+        setCommonArgs(p, q, o, lse, &a);
         a.pool = k;
         a.pageList = table;
-        a.o = o;
         a.cuKVSeqLens = cuKV;
         a.numPages = p.numPages;
         a.maxPagesPerSeq = p.maxPagesPerSeq;
         a.tokensPerPage = s.pageSize;
-        a.attentionScale = scale;
         a.slidingWindowSize = s.window;
-        a.inputType = s.dtype;
-        a.bf16Output = s.bf16Out;
-        a.qScale = p.qScale;
-        a.kScale = p.kScale;
-        a.vScale = p.vScale;
         a.isCausal = s.causal;
         a.skipSoftmaxScaleFactor = s.skip;
         a.bidirectionalBlockBegin = bb;
         a.bidirectionalBlockEnd = be;
-        a.lse = lse;
         return fn(a);
     }
     case Mode::kPagedRagged: {
         PagedRaggedArgs a;
-        a.q = q;
+        setCommonArgs(p, q, o, lse, &a);
         a.pool = k;
         a.pageList = table;
-        a.o = o;
         a.cuQSeqLens = cuQ;
         a.cuKVSeqLens = cuKV;
         a.totalQSeqLen = p.totalQ;
@@ -426,33 +422,18 @@ bool withArgs(HostProblem const& p, void const* q, void const* k, void const* v,
         a.numFlatPages = p.numPages;
         a.maxPagesPerSeq = p.maxPagesPerSeq;
         a.tokensPerPage = s.pageSize;
-        a.attentionScale = scale;
         a.slidingWindowSize = s.window;
-        a.inputType = s.dtype;
-        a.bf16Output = s.bf16Out;
-        a.qScale = p.qScale;
-        a.kScale = p.kScale;
-        a.vScale = p.vScale;
-        a.lse = lse;
         return fn(a);
     }
     case Mode::kVit: {
         VitArgs a;
-        a.q = q;
+        setCommonArgs(p, q, o, lse, &a);
         a.k = k;
         a.v = v;
-        a.o = o;
         a.cuSeqLens = cuQ;
         a.totalSeqLen = p.totalQ;
         a.maxSeqLen = p.maxQ;
         a.batchSize = p.shape.batchSize;
-        a.attentionScale = scale;
-        a.inputType = s.dtype;
-        a.bf16Output = s.bf16Out;
-        a.qScale = p.qScale;
-        a.kScale = p.kScale;
-        a.vScale = p.vScale;
-        a.lse = lse;
         return fn(a);
     }
     }
