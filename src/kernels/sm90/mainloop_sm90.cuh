@@ -569,11 +569,12 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             cutlass::arch::fence_view_async_shared();  // these writes -> the consumers' wgmma reads
             Barrier::arrive(&pipe.full[kK][stage]);
         };
-        // With three stages or more, V of tile i leaves with its K, two tiles before its
+        // With three stages or more, V of tile i leaves with its K, kLag tiles before its
         // transpose (its raw stage was V of tile i - kStages, transposed in an earlier round):
         // the transpose then rarely waits for its V to land. With two, V of tile i waits for the
         // transpose of tile i - 2 to free its raw stage, one tile later.
         constexpr bool kEarlyV = kStages >= 3;
+        constexpr int kLag = Tile::kTransposeLag;
         load(kK, 0);
         if (kEarlyV) load(kV, 0);
         for (int i = 1; i < nTiles; ++i) {
@@ -581,11 +582,11 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
             if (kEarlyV) load(kV, i);
             else load(kV, i - 1);
             if (rowViews) zeroOutsideHead(i - 1);
-            if (i >= 2) transpose(i - 2);
+            if (i >= kLag) transpose(i - kLag);
         }
         if (!kEarlyV) load(kV, nTiles - 1);
         if (rowViews) zeroOutsideHead(nTiles - 1);
-        for (int j = nTiles >= 2 ? nTiles - 2 : 0; j < nTiles; ++j) transpose(j);
+        for (int j = nTiles >= kLag ? nTiles - kLag : 0; j < nTiles; ++j) transpose(j);
     } else {
         load(kK, 0);
         for (int i = 1; i < nTiles; ++i) {

@@ -11,9 +11,10 @@ namespace fmha::sm90 {
 // kRows8 (FP8 at D=128): rows of 72 bytes, 8-byte aligned only (API head dim 72): the producer
 // gathers them by 8-byte pieces or reads TMA's row views (produceTiles). kQKBytes_ (D=128 tiles
 // of head dims 72-96): the bytes of a row Q.K^T reads, a multiple of its 32-byte k-steps (0:
-// the whole row); the columns past the head dim are zeros there.
+// the whole row); the columns past the head dim are zeros there. kSkip_: the tiles of a
+// skip-softmax instance (kStages, kTransposeLag).
 template <int kHeadDim, int kElemBytes = 2, TileShape kShape = TileShape::kDefault, bool kRows8_ = false,
-          int kQKBytes_ = 0>
+          int kQKBytes_ = 0, bool kSkip_ = false>
 struct TileSm90 {
     static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "native wgmma head dims");
     static_assert(kElemBytes == 2 || kElemBytes == 1, "16-bit or FP8 elements");
@@ -82,7 +83,12 @@ struct TileSm90 {
     // (One consumer warpgroup: at D=128 Q 16 KB and three 32 KB stages, 113 KB; at D=64 Q 8 KB
     // and four 16 KB stages, 73 KB, three of them within the SM's 228 KB; four stages gained 1.5%
     // over three on ViT S=512.)
-    static constexpr int kStages = kElemBytes == 1                                 ? (kHeadDim == 64 ? 4 : kBlockN > 128 ? 2 : 3)
+    // FP8 skip-softmax at D=128 (two consumer warpgroups, 128 keys): four stages (209 KB), so
+    // that a V transpose can lag its load by three tiles (kTransposeLag).
+    static constexpr bool kDeepSkipFp8 = kSkip_ && kElemBytes == 1 && kHeadDim == 128 && kBlockN == 128 &&
+                                         kNConsumerWarpGroups == 2;
+    static constexpr int kStages = kDeepSkipFp8                                    ? 4
+                                   : kElemBytes == 1                               ? (kHeadDim == 64 ? 4 : kBlockN > 128 ? 2 : 3)
                                    : kNConsumerWarpGroups == 1 && kHeadDim == 64 ? 4
                                    : kHeadDim == 64 || kNConsumerWarpGroups == 1 ? 3
                                                                                   : 2;
@@ -116,6 +122,14 @@ struct TileSm90 {
     // each) before their stores; two where the producer's registers hold more besides
     // (persistent tiles' loop, D=256, 256-key tiles), which spilled a few words at four.
     static constexpr int kTransposeBatch = kPersistent || kHeadDim == 256 || kBlockN > 128 ? 2 : 4;
+    // FP8 with three stages or more: the tiles between a V tile's load and its transpose
+    // (produceTiles), below kStages (the raw stage of tile i frees in an earlier round than V of
+    // tile i + kStages loads into it). Three in the deep skip-softmax tiles: a run of skipped
+    // steps, each far shorter than a V tile's landing, then does not hold the producer's next
+    // loads behind each landing (H100, 16k causal, FP8: +2-3% at 0% and at 74-89% skipped,
+    // bench/results/2026-12-05_skip-variants_multi-ab.txt); two elsewhere.
+    static constexpr int kTransposeLag = kDeepSkipFp8 ? 3 : 2;
+    static_assert(!kFp8 || kStages < 3 || kTransposeLag < kStages, "a V tile's raw stage frees before its reload");
     static constexpr int kConsumerRegs = (kNThreads * kLaunchRegs - 128 * kProducerRegs) / kNConsumerThreads / 8 * 8;
     static_assert(kProducerRegs % 8 == 0, "setmaxnreg takes multiples of 8");
     // Ping-pong scheduling of the consumer warpgroups in turn (named barriers 2, 3 and, with
