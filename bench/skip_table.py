@@ -16,9 +16,9 @@ def dense_flops(problem):
     f = dict(re.findall(r"(B|D|Lq|Lk)=(\d+)", problem))
     heads = int(re.search(r"H=(\d+)/", problem).group(1))
     b, d, lq, lk = (int(f[k]) for k in ("B", "D", "Lq", "Lk"))
-    pairs = sum(min(lk, lk - lq + q + 1) for q in range(lq)) if lq <= lk else None
-    if pairs is None:
+    if lq > lk:
         raise ValueError(f"{problem}: more queries than keys")
+    pairs = lq * (lk - lq) + lq * (lq + 1) // 2  # query q (last lq of lk) sees lk - lq + q + 1 keys
     return 4 * d * pairs * heads * b
 
 
