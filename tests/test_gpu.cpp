@@ -218,7 +218,9 @@ TEST_P(SkipSoftmax, SmallFactorWithinDocumentedBound) {
         if (skipped.family == "sm90") {  // a P.V is skipped only where all four warps dropped the tile
             EXPECT_GT(c.skipped, 0U);
             EXPECT_LT(c.skipped, c.visited);
-            EXPECT_GE(c.warpDropped, 4 * c.skipped);
+            // More drops than the skipped P.V products account for: some warp dropped a tile
+            // its warpgroup kept (P = 0 for its rows in that P.V), a path of its own.
+            EXPECT_GT(c.warpDropped, 4 * c.skipped);
             EXPECT_LT(c.warpDropped, c.warpVisited);
         }
     }
