@@ -61,7 +61,17 @@ struct OnlineSoftmax {
     // log2(lambda) in base-2 units. NaN (both -inf) compares false: never skipped. With this
     // thread's maxima, the test of every lane of a row's quad holds exactly when the row's holds.
     __device__ bool rowNegligible(int r, float tileRowMax, float scaleLog2, float thresholdLog2) const {
-        return (tileRowMax - rowMax[r]) * scaleLog2 < thresholdLog2;
+        return lead(r, tileRowMax, scaleLog2) < thresholdLog2;
+    }
+    // How far a tile's row max lies above row r's reference max, in base-2 units (the skip test
+    // and updateWarp's move compare it). -inf reference, finite maximum: +inf; both -inf: NaN.
+    __device__ float lead(int r, float tileRowMax, float scaleLog2) const {
+        return (tileRowMax - rowMax[r]) * scaleLog2;
+    }
+    // updateWarp's move test of one row's lead (NaN: no move).
+    template <int kSlack8>
+    __device__ static bool grows(float lead) {
+        return lead > static_cast<float>(kSlack8) / 8.0F;
     }
 
     // One row's scores to probabilities exp2(s * scaleLog2 - mRef); returns their sum.
@@ -117,9 +127,19 @@ struct OnlineSoftmax {
         }
         bool grow = false;
 #pragma unroll
-        for (int r = 0; r < kRows; ++r)  // -inf reference, finite maximum: +inf; both -inf: NaN
-            grow = grow || (threadRowMax[r] - rowMax[r]) * scaleLog2 > static_cast<float>(kSlack8) / 8.0F;
+        for (int r = 0; r < kRows; ++r) grow = grow || grows<kSlack8>(lead(r, threadRowMax[r], scaleLog2));
         bool const move = __any_sync(0xffffffffu, grow);
+        moveWarp<kSlack8>(threadRowMax, scaleLog2, rescale, move);
+        exponentiateRows<kPLog2>(s, scaleLog2);
+        return move;
+    }
+
+    // updateWarp's first half, its move decided by the caller (move: some lane of the warp has a
+    // row whose grows(lead) holds): the reference max moved or not, rescale the factor for the
+    // output's rows, the row sums rescaled.
+    template <int kSlack8>
+    __device__ void moveWarp(float const (&threadRowMax)[kRows], float scaleLog2, float (&rescale)[kRows], bool move) {
+        static_assert(kSlack8 > 0 && kSlack8 <= 64, "a lagging reference; probabilities in FP16/BF16 range");
         if (move) {  // one warp-uniform branch for all rows (a branch a row: ~1% of a D=128 kernel's ncu samples)
 #pragma unroll
             for (int r = 0; r < kRows; ++r) {
@@ -132,13 +152,17 @@ struct OnlineSoftmax {
 #pragma unroll
             for (int r = 0; r < kRows; ++r) rescale[r] = 1.0F;
         }
+    }
+    // updateWarp's second half: the scores to probabilities against the reference max, added
+    // to the row sums.
+    template <int kPLog2, int kCols>
+    __device__ void exponentiateRows(float (&s)[kRows][kCols], float scaleLog2) {
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
             // A row that has seen no key yet keeps max -inf; use 0 so that -inf - -inf never appears.
             float const mRef = rowMax[r] == -INFINITY ? 0.0F : rowMax[r] * scaleLog2;
             rowSum[r] += exponentiate(s[r], scaleLog2, mRef - static_cast<float>(kPLog2));
         }
-        return move;
     }
 
     // Final row sums across the quad; returns 1/sum (0 for a row with no key) and the LSE

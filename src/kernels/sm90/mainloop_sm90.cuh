@@ -690,15 +690,21 @@ struct ConsumerSm90 {
     __device__ uint32_t stage(uint32_t base, int i) const { return base + ((it0 + i) % kStages) * Tile::kBytesKV; }
 
     // Masks tile n's scores and folds them into the running softmax: s becomes the tile's
-    // unnormalised probabilities; rescale: the factor for O's rows, and moved whether it holds
-    // anything but 1 (the same in the warp). Returns true (the same in the warp, kSkip only)
-    // where the warp drops the tile instead: s, rescale and the softmax state are then left as
-    // they are.
+    // unnormalised probabilities, then onKeep(rescale, moved): rescale the factor for O's rows,
+    // moved whether it holds anything but 1 (the same in the warp). Where the warp drops the
+    // tile instead (kSkip only; the same in the warp), onDrop(): s and the softmax state are left
+    // as they are. pvDone(), the wait for the P.V in flight, runs where the paths of all four
+    // warps meet (a warpgroup's wgmma instructions, the wait included, run at one pc).
     // rm: the mask rows of this thread's two query rows; live: which of them are real rows.
-    template <bool kMasked>
-    __device__ bool softmaxStep(float (&s)[kBlockN / 2], int n, typename Mask::Row const (&rm)[2],
-                                bool const (&live)[2], OnlineSoftmax<2>& softmax, float (&rescale)[2],
-                                bool& moved) const {
+    // kWaitBeforeExps (the skip kernels with a lagging reference, all but 16-bit D=64): the wait
+    // after the votes and the reference max's move, before the exponentials, which then share one
+    // block with P's conversions and O's rescale, as in the dense kernels (whose ptxas places
+    // their wait there). Otherwise the wait follows the exponentials.
+    static constexpr bool kWaitBeforeExps = kSkip && Tile::kSlack8 > 0;
+    template <bool kMasked, class PvDone, class OnKeep, class OnDrop>
+    __device__ void softmaxStep(float (&s)[kBlockN / 2], int n, typename Mask::Row const (&rm)[2],
+                                bool const (&live)[2], OnlineSoftmax<2>& softmax, PvDone&& pvDone, OnKeep&& onKeep,
+                                [[maybe_unused]] OnDrop&& onDrop) const {
         if constexpr (kMasked) {
 #pragma unroll
             for (int r = 0; r < 2; ++r)
@@ -717,24 +723,55 @@ struct ConsumerSm90 {
             OnlineSoftmax<2>::threadMax(sr, tileMax);
         else
             OnlineSoftmax<2>::tileMax(sr, tileMax);
+        [[maybe_unused]] bool move = false;  // kSkip with a lagging reference: its move, voted beside the drop
+        bool drop = false;
         if constexpr (kSkip) {  // (a skipLog2 of -inf drops only the tiles of warps without a real row)
-            bool mine = true;
+            // One lead a row for both tests (rowNegligible's, updateWarp's move), both votes
+            // before the drop's branch.
+            bool mine = true, grow = false;
 #pragma unroll
-            for (int r = 0; r < 2; ++r)
-                mine = mine && (!live[r] || softmax.rowNegligible(r, tileMax[r], p.scaleLog2, skipLog2));
-            if (__all_sync(0xffffffffu, mine)) return true;
+            for (int r = 0; r < 2; ++r) {
+                float const lead = softmax.lead(r, tileMax[r], p.scaleLog2);
+                mine = mine && (!live[r] || lead < skipLog2);
+                if constexpr (Tile::kSlack8 > 0) grow = grow || OnlineSoftmax<2>::grows<Tile::kSlack8>(lead);
+            }
+            if constexpr (Tile::kSlack8 > 0) move = __any_sync(0xffffffffu, grow);
+            drop = __all_sync(0xffffffffu, mine);
         }
-        if constexpr (Tile::kSlack8 > 0) {
-            moved = softmax.template updateWarp<Tile::kSlack8, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
+        auto toS = [&] {  // the row layout back into s
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[nt * 4 + e] = sr[e / 2][nt * 2 + (e & 1)];
+        };
+        float rescale[2];
+        if constexpr (kWaitBeforeExps) {
+            if (!drop) softmax.template moveWarp<Tile::kSlack8>(tileMax, p.scaleLog2, rescale, move);
+            pvDone();
+            if (drop) {
+                onDrop();
+                return;
+            }
+            softmax.template exponentiateRows<Tile::kPLog2>(sr, p.scaleLog2);
+            toS();
+            onKeep(rescale, move);
         } else {
-            softmax.template update<kNT * 2, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
-            moved = true;
+            bool moved = false;
+            if (!drop) {
+                if constexpr (Tile::kSlack8 > 0) {
+                    moved = softmax.template updateWarp<Tile::kSlack8, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
+                } else {
+                    softmax.template update<kNT * 2, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
+                    moved = true;
+                }
+                toS();
+            }
+            pvDone();
+            if (drop)
+                onDrop();
+            else
+                onKeep(rescale, moved);
         }
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) s[nt * 4 + e] = sr[e / 2][nt * 2 + (e & 1)];
-        return false;
     }
 
     // P in the A-fragment layout of the P.V wgmma: k-step kk covers key groups 2kk, 2kk+1
@@ -768,15 +805,18 @@ struct ConsumerSm90 {
 
     // kSkip: this warp's drop of tile i, for the other warps of its warpgroup (byte
     // (i & 1) * 4 + warp). Written before the warp's next turn barrier; read after it.
+    // The lead lane's store is predicated, not branched around.
     __device__ void publishDrop(int i, bool dropped) const {
-        if (leadLane) {
-            uint32_t const addr = sDrops + (i & 1) * 4 + (threadIdx.x / 32) % 4;
-            asm volatile("st.shared.u8 [%0], %1;" ::"r"(addr), "r"(static_cast<uint32_t>(dropped)) : "memory");
-        }
+        // (the warp's 16 rows in its warpgroup's 64: row tiles start at multiples of 64 rows)
+        uint32_t const addr = sDrops + (i & 1) * 4 + static_cast<uint32_t>(row0) / 16 % 4;
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t@p st.shared.u8 [%0], %1;\n\t}\n" ::"r"(addr),
+                     "r"(static_cast<uint32_t>(dropped)), "r"(static_cast<uint32_t>(leadLane))
+                     : "memory");
     }
     // kSkip, after the turn barrier of the step that follows tile i: whether all four warps
-    // dropped tile i (the same in the warpgroup). The byte pair of parity i & 1 is written again
-    // only in step i + 2, after every warp has passed the turn barrier of step i + 2.
+    // dropped tile i (the same in the warpgroup: its wgmma instructions run at one pc). The byte
+    // pair of parity i & 1 is written again only in step i + 2, after every warp has passed the
+    // turn barrier of step i + 2.
     __device__ bool groupDropped(int i) const {
         if constexpr (!Tile::kPingPong)  // no turn barrier to meet at: a barrier of its own
             cutlass::arch::NamedBarrier::sync(128, Tile::kBarrierSkip0 + wg);
@@ -785,11 +825,9 @@ struct ConsumerSm90 {
         return drops == 0x01010101u;
     }
 
-    // P = 0 for this warp's rows: it dropped the tile whose P.V its warpgroup still issues.
-    // Done just before that P.V (not when the warp drops the tile), where pa is live on the
-    // other path: zeroing it at the drop was hoisted into every step (16 CS2R a step). The
-    // empty asm keeps the zeroing behind the caller's branch: without it ptxas turns the 32
-    // moves into 32 selects that every step issues.
+    // P = 0 for this warp's rows of a tile it dropped, for the P.V its warpgroup may still
+    // issue. The empty asm keeps the zeroing behind the caller's branch: without it the moves
+    // become selects that every step issues.
     __device__ static void zeroP(uint32_t (&pa)[kPSteps][4]) {
 #pragma unroll
         for (int kk = 0; kk < kPSteps; ++kk)
@@ -798,23 +836,27 @@ struct ConsumerSm90 {
         asm volatile("" ::: "memory");
     }
 
-    // After tile i's softmax and the P.V that read pa: P of tile i into pa (a warp that dropped
-    // the tile leaves pa and o alone: zeroP before a P.V) and the warp's drop published.
-    __device__ void finishTile(int i, float const (&s)[kBlockN / 2], float const (&rescale)[2], bool moved,
-                               bool dropped, uint32_t (&pa)[kPSteps][4], float (&o)[kDimO / 2]) const {
-        if (!(kSkip && dropped)) {
-            if (moved) {  // warp-uniform (always, with the exact max); rare once a row's first tiles are seen
+    // After the softmax of a tile i the warp keeps and the P.V that read pa: O rescaled, P of
+    // tile i into pa and (kSkip) the keep published.
+    __device__ void keepTile(int i, float const (&s)[kBlockN / 2], float const (&rescale)[2], bool moved,
+                             uint32_t (&pa)[kPSteps][4], float (&o)[kDimO / 2]) const {
+        if (moved) {  // warp-uniform (always, with the exact max); rare once a row's first tiles are seen
 #pragma unroll
-                for (int nt = 0; nt < kDimO / 8; ++nt) {
-                    o[nt * 4 + 0] *= rescale[0];
-                    o[nt * 4 + 1] *= rescale[0];
-                    o[nt * 4 + 2] *= rescale[1];
-                    o[nt * 4 + 3] *= rescale[1];
-                }
+            for (int nt = 0; nt < kDimO / 8; ++nt) {
+                o[nt * 4 + 0] *= rescale[0];
+                o[nt * 4 + 1] *= rescale[0];
+                o[nt * 4 + 2] *= rescale[1];
+                o[nt * 4 + 3] *= rescale[1];
             }
-            packP(s, pa);
         }
-        if constexpr (kSkip) publishDrop(i, dropped);
+        packP(s, pa);
+        if constexpr (kSkip) publishDrop(i, false);
+    }
+    // After the P.V that read pa, for a tile i the warp drops (kSkip): P = 0 for its rows (the
+    // warpgroup may still issue that P.V) and the drop published; o is left alone.
+    __device__ void dropTile(int i, uint32_t (&pa)[kPSteps][4]) const {
+        zeroP(pa);
+        publishDrop(i, true);
     }
 
     // The body of one step after its turn barrier: Q.K^T of tile i and P.V of tile i-1 on the
@@ -828,8 +870,6 @@ struct ConsumerSm90 {
                          uint32_t (&pa)[kPSteps][4], float (&o)[kDimO / 2], OnlineSoftmax<2>& softmax,
                          bool& dropped) const {
         float s[kBlockN / 2];
-        float rescale[2];
-        bool moved;
         issueQK<T, kHeadDim, kBlockN, Tile::kBlockM, Tile::kQKBytes>(sQ, stage(sK, i), s);
         waitFull(kV, i - 1);
         if constexpr (kPV) issuePVStage(pa, i - 1, o);
@@ -837,12 +877,22 @@ struct ConsumerSm90 {
         cute::warpgroup_wait<kPV ? 1 : 0>();  // Q.K^T done; P.V still reads pa and writes o
         fenceOperands(s);
         release(kK, i);
-        dropped = softmaxStep<kMasked>(s, nLast - i, rm, live, softmax, rescale, moved);
-        cute::warpgroup_wait<0>();
-        fenceOperands(o);
-        fenceOperands(pa);  // pa stays live (unreused) until the P.V that reads it is done
-        release(kV, i - 1);
-        finishTile(i, s, rescale, moved, dropped, pa, o);
+        softmaxStep<kMasked>(
+            s, nLast - i, rm, live, softmax,
+            [&] {
+                cute::warpgroup_wait<0>();
+                fenceOperands(o);
+                fenceOperands(pa);  // pa stays live (unreused) until the P.V that reads it is done
+                release(kV, i - 1);
+            },
+            [&](float const (&rescale)[2], bool moved) {
+                keepTile(i, s, rescale, moved, pa, o);
+                dropped = false;
+            },
+            [&] {
+                dropTile(i, pa);
+                dropped = true;
+            });
     }
 
     // One step of the visit order: tile i's Q.K^T and softmax, and the P.V of tile i-1 unless
@@ -858,7 +908,6 @@ struct ConsumerSm90 {
                 body<kMasked, false>(i, nLast, rm, live, pa, o, softmax, dropped);
                 return true;
             }
-            if (dropped) zeroP(pa);  // this warp dropped tile i-1, another warp of the group did not
         }
         body<kMasked, true>(i, nLast, rm, live, pa, o, softmax, dropped);
         return false;
@@ -884,8 +933,6 @@ struct ConsumerSm90 {
         [[maybe_unused]] int nSkipped = 0, nDropped = 0;  // kStats: P.V products skipped, tiles this warp dropped
         {
             float s[kBlockN / 2];
-            float rescale[2];
-            bool moved;  // (O is still zero: nothing to rescale)
             waitFull(kK, 0);
             if constexpr (Tile::kPingPong)
                 if (ringOpen && wg == kLastWg) cutlass::arch::NamedBarrier::arrive(256, Tile::kBarrierTurn0);
@@ -897,8 +944,16 @@ struct ConsumerSm90 {
             release(kK, 0);
             // O is still zero. Dropped only where the warp holds no real row: a real row's
             // first tile holds its maximum.
-            dropped = softmaxStep<true>(s, nLast, rm, live, softmax, rescale, moved);
-            finishTile(0, s, rescale, /*moved=*/false, dropped, pa, o);  // a dropping warp's pa: zeroP before a P.V
+            softmaxStep<true>(
+                s, nLast, rm, live, softmax, [] {},  // (no P.V yet)
+                [&](float const (&rescale)[2], bool) {
+                    keepTile(0, s, rescale, /*moved=*/false, pa, o);  // (O is still zero: nothing to rescale)
+                    dropped = false;
+                },
+                [&] {
+                    dropTile(0, pa);
+                    dropped = true;
+                });
             if constexpr (kSkip && kStats) nDropped += dropped;
         }
         // Masked tiles (the causal diagonal, the ragged end) come first in the visit order,
@@ -924,7 +979,6 @@ struct ConsumerSm90 {
         waitFull(kV, nTiles - 1);
         turnBegin();
         bool const skipLast = kSkip && groupDropped(nTiles - 1);
-        if (kSkip && !skipLast && dropped) zeroP(pa);
         if (!skipLast) issuePVStage(pa, nTiles - 1, o);
         turnEnd(true);
         cute::warpgroup_wait<0>();
