@@ -124,14 +124,15 @@ struct OnlineSoftmax {
 #pragma unroll
             for (int r = 0; r < kRows; ++r) moved = moved || rescale[r] != 1.0F;
             return __any_sync(0xffffffffu, moved);
-        }
-        bool grow = false;
+        } else {
+            bool grow = false;
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) grow = grow || grows<kSlack8>(lead(r, threadRowMax[r], scaleLog2));
-        bool const move = __any_sync(0xffffffffu, grow);
-        moveWarp<kSlack8>(threadRowMax, scaleLog2, rescale, move);
-        exponentiateRows<kPLog2>(s, scaleLog2);
-        return move;
+            for (int r = 0; r < kRows; ++r) grow = grow || grows<kSlack8>(lead(r, threadRowMax[r], scaleLog2));
+            bool const move = __any_sync(0xffffffffu, grow);
+            moveWarp<kSlack8>(threadRowMax, scaleLog2, rescale, move);
+            exponentiateRows<kPLog2>(s, scaleLog2);
+            return move;
+        }
     }
 
     // updateWarp's first half, its move decided by the caller (move: some lane of the warp has a
