@@ -25,9 +25,9 @@ namespace fmha {
 
 namespace detail {
 
-// Device memory for split-KV parts: oAccum (rows x headDim floats) then lseAccum (rows); and
-// the Hopper family's row-tile counters (FmhaParams::splitCounters), zeroed when allocated and
-// left at zero by every launch.
+// Device memory for split-KV parts: oAccum (rows x headDim floats) then lseAccum (rows), NaN
+// when allocated; and the Hopper family's row-tile counters (FmhaParams::splitCounters), zeroed
+// when allocated and left at zero by every launch.
 struct SplitWorkspace {
     int32_t setting = 0;  // FmhaRunner::setSplitKv
     float* buffer = nullptr;
@@ -270,19 +270,34 @@ bool selectKernel(Common const& c, detail::KernelOps* ops, cudaStream_t stream, 
     return true;
 }
 
+// `bytes` of device memory with every byte `value`, the fill waited for here, so that a
+// launch on any stream sees it; null where the allocation or the fill fails (cleared).
+void* allocFilled(size_t bytes, int value) {
+    void* buffer = nullptr;
+    if (cudaMalloc(&buffer, bytes) != cudaSuccess) {
+        cudaGetLastError();
+        return nullptr;
+    }
+    if (cudaMemsetAsync(buffer, value, bytes, cudaStreamLegacy) != cudaSuccess ||
+        cudaStreamSynchronize(cudaStreamLegacy) != cudaSuccess) {
+        cudaGetLastError();
+        cudaFree(buffer);
+        return nullptr;
+    }
+    return buffer;
+}
+
 // Makes ws hold at least `floats` floats on device `device`: allocates (outside stream capture
-// only), never shrinks. False where it cannot (capturing, or out of memory: cleared).
+// only), never shrinks. False where it cannot (capturing, or out of memory: cleared). NaN
+// (all-ones bits) until written: a part a launch reads without writing poisons its rows.
 bool growWorkspace(detail::SplitWorkspace& ws, int64_t floats, int device, bool capturing) {
     if (ws.holds(floats, device)) return true;
     if (capturing) return false;
     int64_t const keep = ws.device == device ? ws.floats : 0;
     ws.release();
-    void* buffer = nullptr;
     int64_t const want = std::max(floats, keep);
-    if (cudaMalloc(&buffer, static_cast<size_t>(want) * sizeof(float)) != cudaSuccess) {
-        cudaGetLastError();
-        return false;
-    }
+    void* buffer = allocFilled(static_cast<size_t>(want) * sizeof(float), 0xFF);
+    if (buffer == nullptr) return false;
     ws.buffer = static_cast<float*>(buffer);
     ws.floats = want;
     ws.device = device;
@@ -290,26 +305,15 @@ bool growWorkspace(detail::SplitWorkspace& ws, int64_t floats, int device, bool 
 }
 
 // The row-tile counters (FmhaParams::splitCounters) of n, zeroed, on device: false where they
-// would need an allocation during capture, or it fails. The memset is waited for here, so that
-// a launch on any stream sees the zeros.
+// would need an allocation during capture, or it fails.
 bool growCounters(detail::SplitWorkspace& ws, int64_t n, int device, bool capturing) {
     if (ws.holdsCounters(n, device)) return true;
     if (capturing || n <= 0) return false;
     int64_t const keep = ws.counterDevice == device ? ws.counterCount : 0;
     ws.releaseCounters();
-    void* buffer = nullptr;
     int64_t const want = std::max(n, keep);
-    size_t const bytes = static_cast<size_t>(want) * sizeof(int32_t);
-    if (cudaMalloc(&buffer, bytes) != cudaSuccess) {
-        cudaGetLastError();
-        return false;
-    }
-    if (cudaMemsetAsync(buffer, 0, bytes, cudaStreamLegacy) != cudaSuccess ||
-        cudaStreamSynchronize(cudaStreamLegacy) != cudaSuccess) {
-        cudaGetLastError();
-        cudaFree(buffer);
-        return false;
-    }
+    void* buffer = allocFilled(static_cast<size_t>(want) * sizeof(int32_t), 0);
+    if (buffer == nullptr) return false;
     ws.counters = static_cast<int32_t*>(buffer);
     ws.counterCount = want;
     ws.counterDevice = device;
