@@ -459,7 +459,10 @@ std::vector<BenchRow> benchSweep(bool quick) {
 
 // Decode steps over a paged cache: 32 query heads, D=128, causal, pages of 128 unless noted;
 // the batch / context / new-query rows first, then page sizes 16 and 256, 8 new queries and
-// GQA ratios 1 and 8 at 32k (the default 32/8 is ratio 4).
+// GQA ratios 1 and 8 at 32k (the default 32/8 is ratio 4), then one KV head (MQA): 8 x 32k holds
+// the bytes of one sequence of 32k over 8 KV heads and 64 x 32k those of 8 x 32k, in the same
+// 128 CTAs, with each token's K and V rows contiguous (over 8 KV heads a head's row is 256 bytes
+// of every 2 KB).
 std::vector<BenchRow> decodeSweep() {
     auto row = [](int b, int lk, int lq, int hkv, int page) {
         BenchRow r;
@@ -479,7 +482,8 @@ std::vector<BenchRow> decodeSweep() {
             row(8, 32768, 1, 8, 128),   row(32, 8192, 1, 8, 128),  row(64, 4096, 1, 8, 128),
             row(1, 32768, 1, 8, 128),   row(1, 32768, 1, 8, 16),   row(1, 32768, 1, 8, 256),
             row(1, 32768, 4, 8, 128),   row(1, 32768, 8, 8, 128),  row(1, 32768, 1, 32, 128),
-            row(1, 32768, 1, 4, 128),   row(4, 16384, 4, 8, 128)};
+            row(1, 32768, 1, 4, 128),   row(4, 16384, 4, 8, 128),  row(8, 32768, 1, 1, 128),
+            row(64, 32768, 1, 1, 128)};
 }
 
 // Bytes of K and V a problem's keys hold (what a decode step must read).
