@@ -294,6 +294,19 @@ inline std::vector<PackCase> packGqaCases() {
     Case fw = edge("paged_hg8_forced_window", Mode::kPaged, 64, {200}, {900}, 8, 1);
     fw.spec.window = 300;
     add(fw, 1, 8);
+    // One KV head (MQA): groups of 32 and 64 packed whole into a row tile, decode steps (a long
+    // history split into parts, one too short to split, one key) and two queries a sequence.
+    Case m32 = edge("paged_hg32_mqa_decode", Mode::kPaged, 128, {1}, {6000, 70, 1}, 32, 1);
+    m32.spec.pageSize = 128;
+    add(m32, -1, 32);
+    Case m32q = edge("paged_hg32_two_queries", Mode::kPaged, 128, {2}, {1500, 300}, 32, 1);
+    m32q.spec.pageSize = 64;
+    m32q.spec.dtype = DataType::kBF16;
+    add(m32q, -1, 32);
+    Case m64 = edge("paged_hg64_decode", Mode::kPaged, 128, {1}, {3000, 500}, 64, 1);
+    m64.spec.pageSize = 128;
+    add(m64, -1, 64);
+    add(edge("ragged_hg32", Mode::kPagedRagged, 128, {1, 2, 0}, {900, 400, 30}, 32, 1), -1, 32);
     add(edge("llm_hg4_off", Mode::kLlm, 128, {40}, {300}, 8, 2), 0, 1);
     add(edge("llm_hg6_not_pow2", Mode::kLlm, 128, {20}, {300}, 12, 2), -1, 1);
     Case f8 = edge("llm_hg4_fp8", Mode::kLlm, 128, {40}, {300}, 8, 2);
@@ -315,6 +328,7 @@ inline std::vector<Case> splitKvCases() {
         v.push_back(std::move(c));
     };
     add(edge("paged_decode_d128_hg4", Mode::kPaged, 128, {1}, {3000, 17, 0, 700}, 8, 2), 8, DataType::kHALF, 16);
+    add(edge("paged_decode_d128_hg32", Mode::kPaged, 128, {1}, {2500, 9, 0, 640}, 32, 1), 8, DataType::kHALF, 64);
     Case w = edge("paged_window_d64", Mode::kPaged, 64, {4}, {2500, 5}, 4, 4);
     w.spec.window = 100;
     add(w, 3, DataType::kBF16, 64);
