@@ -61,7 +61,7 @@ ProblemSpec randomSpec(Rng& r, FuzzFilter const& f) {
     bool const paged = s.mode == Mode::kPaged || s.mode == Mode::kPagedRagged;
     s.headDim = r.pick(headDims(paged));
     s.numKVHeads = r.pick<int>({1, 1, 2, 3, 4});
-    int const group = s.mode == Mode::kVit ? 1 : r.pick<int>({1, 1, 2, 3, 4, 5, 6, 7, 8, 16});
+    int const group = s.mode == Mode::kVit ? 1 : r.pick<int>({1, 1, 2, 3, 4, 5, 6, 7, 8, 16, 32});
     s.numQHeads = s.numKVHeads * group;
     if (s.mode == Mode::kVit) s.numKVHeads = s.numQHeads;
     double const u = std::uniform_real_distribution<double>(0, 1)(r.gen);
