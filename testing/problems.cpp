@@ -215,8 +215,9 @@ HostProblem makeProblem(ProblemSpec const& specIn) {
     if (fp8) {  // values up to ~240 in E4M3 keep 4 significant bits
         p.qScale = spec.valueRange / 240.0F;
         p.kScale = spec.valueRange / 200.0F;
-        p.vScale = spec.valueRange / 224.0F;
+        p.vScale = maxAbsV(spec) / 224.0F;
     }
+    auto valueAt = [&](uint64_t key, int64_t i) { return (uniformAt(key, i, range) + spec.valueOffset) / p.vScale; };
     int32_t const maxLk = B ? *std::max_element(spec.lk.begin(), spec.lk.end()) : 0;
     int32_t const maxLq = B ? *std::max_element(spec.lq.begin(), spec.lq.end()) : 0;
     p.shape.numQHeads = Hq;
@@ -247,7 +248,7 @@ HostProblem makeProblem(ProblemSpec const& specIn) {
             int32_t const j = static_cast<int32_t>(r % cap), w = static_cast<int32_t>(bwh / Hkv % 2);
             if (j >= spec.lk[static_cast<size_t>(bwh / (2 * Hkv))]) return;
             for (int32_t d = 0; d < D; ++d)
-                store(p.k, r * D + d, uniformAt(w ? vKey : kKey, r * D + d, range) / (w ? p.vScale : p.kScale), t);
+                store(p.k, r * D + d, w ? valueAt(vKey, r * D + d) : uniformAt(kKey, r * D + d, range) / p.kScale, t);
         });
     } else if (spec.mode == Mode::kVit) {
         p.shape.kvCacheCapacity = 0;
@@ -255,7 +256,7 @@ HostProblem makeProblem(ProblemSpec const& specIn) {
         p.v.resize(p.k.size());
         parallelFor(int64_t{p.totalQ} * Hq * D, [&](int64_t i) {
             store(p.k, i, uniformAt(kKey, i, range) / p.kScale, t);
-            store(p.v, i, uniformAt(vKey, i, range) / p.vScale, t);
+            store(p.v, i, valueAt(vKey, i), t);
         });
         p.cuKV = p.cuQ;
     } else {  // paged pool, pages in random order, spare pages and slots hold NaN
@@ -290,7 +291,7 @@ HostProblem makeProblem(ProblemSpec const& specIn) {
             if (s >= f.keys) return;
             int64_t const base = (int64_t{f.page} * T + s) * Hkv * D;
             for (int64_t e = base; e < base + int64_t{Hkv} * D; ++e)
-                store(p.k, e, uniformAt(f.w ? vKey : kKey, e, range) / (f.w ? p.vScale : p.kScale), t);
+                store(p.k, e, f.w ? valueAt(vKey, e) : uniformAt(kKey, e, range) / p.kScale, t);
         });
         if (spec.bidirectional && spec.mode == Mode::kPaged) {
             p.bidirBegin.assign(static_cast<size_t>(B) * sq, -1);
@@ -661,7 +662,7 @@ Verdict compare(HostProblem const& p, GpuResult const& gpu, ref::Result const& e
                 double extraBound) {
     Verdict v;
     bool const bf16 = bf16Output(p.spec);  // the output's type: its rounding and decoding
-    double const range = p.spec.valueRange;
+    double const range = maxAbsV(p.spec);  // (|O| and its error terms scale with max |V|)
     double const atol = (bf16 ? 4e-3 : 1e-3) * range;
     double const scoreErr = fp8ScoreErr(p, gpu.family);
     double const scoreBound = std::expm1(2.0 * scoreErr) * range;  // O, from the scores' error

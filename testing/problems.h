@@ -3,6 +3,7 @@
 // the CPU through the reference, and compares the two.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ struct ProblemSpec {
     bool bf16Out = false;  // FP8 input: O in BF16 (the runner's bf16Output)
     float attentionScale = 0.0F;  // 0: 1/sqrt(D)
     float valueRange = 1.0F;      // inputs uniform in [-valueRange, valueRange] (before quantisation)
+    // V only: uniform in [valueOffset - valueRange, valueOffset + valueRange], so that O does not
+    // average out to about zero (a bias of O relative to its size shows).
+    float valueOffset = 0.0F;
     bool cApi = false;            // run through the C API's *_args functions instead of the C++ runner
     int32_t splits = 0;           // FmhaRunner::setSplitKv: 0 automatic, 1 never, 2..64 forced parts
     int32_t tileShape = -1;       // a Hopper TileShape forced for the run (detail::setTileShape), -1: the setting as it is
@@ -54,6 +58,9 @@ struct ProblemSpec {
     int structuredSegment = 1024;
     uint64_t seed = 1;
 };
+
+// The largest |V| a problem's V may hold (before quantisation).
+inline float maxAbsV(ProblemSpec const& s) { return s.valueRange + std::fabs(s.valueOffset); }
 
 struct HostProblem {
     ProblemSpec spec;

@@ -183,6 +183,23 @@ inline std::vector<Case> longCases() {
     return v;
 }
 
+// A long context with V of mean 1 (uniform in [0.5, 1.5]) and small scores, so that 64k keys
+// share the weight: O is about 1, and a bias of O or of the LSE that grows with the key count
+// (an accumulator that loses bits as it grows, the divisor summed otherwise than O) shows in the
+// mean error, where V of mean 0 would hide it.
+inline std::vector<Case> longContextCases() {
+    std::vector<Case> v;
+    for (DataType t : {DataType::kHALF, DataType::kFP8})
+        for (int d : {64, 128, 256}) {
+            Case c = edge("llm_64k_v_mean_1_" + dtypeTag(t) + "_d" + std::to_string(d), Mode::kLlm, d, {64}, {65536}, 2, 1);
+            c.spec.dtype = t;
+            c.spec.valueRange = 0.5F;
+            c.spec.valueOffset = 1.0F;
+            v.push_back(c);
+        }
+    return v;
+}
+
 // Scores spread wide (inputs in [-3, 3] and [-8, 8]): a row's max keeps rising over the key
 // sweep, by less than 2^8 between chunks (the portable kernel's softmax reference then lags
 // it, probabilities above 1) and by more (the reference moves mid-sequence).

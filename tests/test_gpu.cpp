@@ -76,6 +76,7 @@ INSTANTIATE_TEST_SUITE_P(Matrix, KernelVsReference, ::testing::ValuesIn(matrixCa
 INSTANTIATE_TEST_SUITE_P(Edge, KernelVsReference, ::testing::ValuesIn(edgeCases(1.0)), caseName);
 
 INSTANTIATE_TEST_SUITE_P(Long, KernelVsReference, ::testing::ValuesIn(longCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(LongContext, KernelVsReference, ::testing::ValuesIn(longContextCases()), caseName);
 
 INSTANTIATE_TEST_SUITE_P(WideScores, KernelVsReference, ::testing::ValuesIn(wideScoreCases()), caseName);
 
