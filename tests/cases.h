@@ -5,8 +5,10 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "params.h"  // TileShape
 #include "problems.h"
 
 namespace fmha::testing {
@@ -197,6 +199,20 @@ inline std::vector<Case> longContextCases() {
             c.spec.valueOffset = 1.0F;
             v.push_back(c);
         }
+    // The Hopper family's other FP8 tiles, forced (each sums its rows its own way: in V^T's
+    // stages or in a block of their own; elsewhere the default tiles run).
+    std::pair<TileShape, char const*> const shapes[] = {{TileShape::kOneWarpGroup, "onewg"},
+                                                        {TileShape::kWideKeys, "widekeys"},
+                                                        {TileShape::kThreeWarpGroups, "threewg"},
+                                                        {TileShape::kPersistent, "persistent"}};
+    for (auto const& [shape, tag] : shapes) {
+        Case c = edge(std::string("llm_64k_v_mean_1_fp8_d64_") + tag, Mode::kLlm, 64, {64}, {65536}, 2, 1);
+        c.spec.dtype = DataType::kFP8;
+        c.spec.valueRange = 0.5F;
+        c.spec.valueOffset = 1.0F;
+        c.spec.tileShape = static_cast<int>(shape);
+        v.push_back(c);
+    }
     return v;
 }
 
