@@ -177,6 +177,58 @@ TEST(Reference, HopperFp8LowpRoundsPToE4m3) {
     EXPECT_LT(errE4m3, 0.05 * c.spec.valueRange);
 }
 
+// valueOffset shifts V alone (FP8: a V scale that keeps the shifted values in E4M3's range),
+// and with O about 1 the comparison fails an output 1% low, which V of mean 0 would let pass:
+// the LongContext GPU cases can fail on a bias that grows with the key count.
+TEST(Problems, ValueOffsetShiftsVAndExposesABias) {
+    for (DataType t : {DataType::kHALF, DataType::kFP8}) {
+        Case c = edge("offset_" + dtypeTag(t), Mode::kLlm, 64, {16}, {3000}, 2, 1);
+        c.spec.dtype = t;
+        c.spec.valueRange = 0.5F;
+        c.spec.valueOffset = 1.0F;
+        c.spec.seed ^= runSeed();
+        harness::HostProblem const p = harness::makeProblem(c.spec);
+        int32_t const cap = p.shape.kvCacheCapacity, D = 64;
+        double vMin = 1e9, vMax = -1e9, kMin = 1e9, kMax = -1e9, vSum = 0;
+        int64_t vCount = 0;
+        for (int32_t w = 0; w < 2; ++w)
+            for (int32_t j = 0; j < 3000; ++j)
+                for (int32_t d = 0; d < D; ++d) {
+                    double const x = ref::loadElement(p.k.data(), (int64_t{w} * cap + j) * D + d, t) *
+                                     (t == DataType::kFP8 ? (w ? p.vScale : p.kScale) : 1.0);
+                    ASSERT_TRUE(std::isfinite(x));
+                    (w ? vMin : kMin) = std::min(w ? vMin : kMin, x);
+                    (w ? vMax : kMax) = std::max(w ? vMax : kMax, x);
+                    if (w) {
+                        vSum += x;
+                        ++vCount;
+                    }
+                }
+        double const q = t == DataType::kFP8 ? 0x1p-4 : 0x1p-11;  // the element type's relative rounding
+        EXPECT_GE(vMin, 0.5 * (1 - q)) << dtypeTag(t);
+        EXPECT_LE(vMax, 1.5 * (1 + q)) << dtypeTag(t);
+        EXPECT_NEAR(vSum / vCount, 1.0, 0.01) << dtypeTag(t);
+        EXPECT_GE(kMin, -0.5 * (1 + q)) << dtypeTag(t);
+        EXPECT_LE(kMax, 0.5 * (1 + q)) << dtypeTag(t);
+        ref::Result exact, lowp;
+        std::string err;
+        std::string const family = "sm90";
+        ASSERT_TRUE(harness::runReference(p, {}, &exact, &err)) << err;
+        ASSERT_TRUE(harness::runReference(p, harness::lowpOptions(p, family), &lowp, &err)) << err;
+        auto asGpu = [&](double factor) {
+            harness::GpuResult g;
+            g.family = family;
+            for (double x : lowp.o) g.o.push_back(num::floatToHalf(static_cast<float>(x * factor)));
+            for (double x : lowp.lse) g.lse.push_back(static_cast<float>(x));
+            return g;
+        };
+        harness::Verdict const same = harness::compare(p, asGpu(1.0), exact, lowp);
+        EXPECT_TRUE(same.pass) << dtypeTag(t) << ": " << same.detail;
+        harness::Verdict const low = harness::compare(p, asGpu(0.99), exact, lowp);
+        EXPECT_FALSE(low.pass) << dtypeTag(t) << ": " << low.detail;
+    }
+}
+
 // A row that sees no key writes zeros and LSE -inf (causal with Lk < Lq).
 TEST(Reference, EmptyRowsAreZeroWithMinusInfLse) {
     Case c = edge("empty", Mode::kLlm, 64, {50}, {10});
