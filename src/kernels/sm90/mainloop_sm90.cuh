@@ -79,6 +79,10 @@ FMHA_GMMA_OPS(__nv_bfloat16, BF16, 256)
         using SS = gmma::MMA_64x##N##x32_F32E4M3E4M3_SS_TN<>;                  \
         using RS = gmma::MMA_64x##N##x32_F32E4M3E4M3_RS_TN<>;                  \
     };
+FMHA_GMMA_OPS_FP8(8)
+FMHA_GMMA_OPS_FP8(16)
+FMHA_GMMA_OPS_FP8(32)
+FMHA_GMMA_OPS_FP8(48)
 FMHA_GMMA_OPS_FP8(64)
 FMHA_GMMA_OPS_FP8(96)
 FMHA_GMMA_OPS_FP8(128)
@@ -114,8 +118,9 @@ __device__ inline void ss(uint64_t da, uint64_t db, float (&d)[N], gmma::ScaleOu
     Op::fma(da, db, d[I]..., scale);
 }
 template <class Op, int N, size_t... I>
-__device__ inline void rs(uint32_t const (&a)[4], uint64_t db, float (&d)[N], std::index_sequence<I...>) {
-    Op::fma(a[0], a[1], a[2], a[3], db, d[I]..., gmma::ScaleOut::One);
+__device__ inline void rs(uint32_t const (&a)[4], uint64_t db, float (&d)[N], std::index_sequence<I...>,
+                          gmma::ScaleOut scale = gmma::ScaleOut::One) {
+    Op::fma(a[0], a[1], a[2], a[3], db, d[I]..., scale);
 }
 
 // Pins registers between a wgmma's issue and its wait: without it the compiler may move,
@@ -177,8 +182,8 @@ __device__ inline void issuePV(uint32_t (&p)[kBlockN / 16][4], uint32_t sV, floa
 // (E4M3 A fragments, keys in the order of permutedKey) and V^T a K-major swizzled tile of
 // kHeadDim rows of kBlockN keys (128 and 256: blocks of 128 keys under the 128-byte swizzle;
 // 64 and 192: blocks of 64 keys under the 64-byte swizzle), in the same key order; the wgmma
-// reads its first kDimO rows.
-template <int kHeadDim, int kDimO, int kBlockN>
+// reads its first kDimO rows. kFresh: o = P . V (the first k-step overwrites o).
+template <int kHeadDim, int kDimO, int kBlockN, bool kFresh = false>
 __device__ inline void issuePVFp8(uint32_t (&p)[kBlockN / 32][4], uint32_t sVt, float (&o)[kDimO / 2]) {
     using Op = typename GmmaOps<__nv_fp8_e4m3, kDimO>::RS;
     constexpr bool kSw128 = kBlockN % 128 == 0;  // blocks of 128 keys (128-byte rows), else of 64
@@ -190,7 +195,8 @@ __device__ inline void issuePVFp8(uint32_t (&p)[kBlockN / 32][4], uint32_t sVt, 
     for (int kk = 0; kk < kBlockN / 32; ++kk) {  // 32 keys = 32 bytes further in each V^T row
         uint32_t const off = kSw128 ? (kk / 4) * (kHeadDim * 128) + (kk % 4) * 32
                                     : (kk / 2) * (kHeadDim * 64) + (kk % 2) * 32;
-        rs<Op>(p[kk], descPlus(descVt, off), o, std::make_index_sequence<kDimO / 2>{});
+        rs<Op>(p[kk], descPlus(descVt, off), o, std::make_index_sequence<kDimO / 2>{},
+               kFresh && kk == 0 ? gmma::ScaleOut::Zero : gmma::ScaleOut::One);
     }
     cute::warpgroup_commit_batch();
 }
@@ -689,6 +695,36 @@ struct ConsumerSm90 {
     }
     __device__ uint32_t stage(uint32_t base, int i) const { return base + ((it0 + i) % kStages) * Tile::kBytesKV; }
 
+    // Tile::kPromoteO: a P.V does not add into O on the tensor cores but goes, kPromoteCols
+    // columns of O at a time, into a fresh accumulator that is added into O in float32 once it
+    // lands. The first chunk runs beside the tile's softmax, as the plain P.V does; the others
+    // follow it one by one. A chunk costs kPromoteCols / 2 registers while in flight.
+    static constexpr bool kPromote = Tile::kPromoteO;
+    static constexpr int kChunkCols = kPromote ? Tile::kPromoteCols : kDimO;
+    static constexpr int kChunks = kDimO / kChunkCols;
+    static_assert(kDimO % kChunkCols == 0 && kChunkCols % 8 == 0, "whole chunks of 8-column groups");
+    using Chunk = float[kChunkCols / 2];
+    // P.V of tile i into f for O's columns [c kChunkCols, (c + 1) kChunkCols): V^T's rows
+    // from c kChunkCols on (whole 8-row swizzle atoms). No wait.
+    __device__ void issuePVChunk(uint32_t (&pa)[kPSteps][4], int i, int c, Chunk& f) const {
+        constexpr uint32_t kVtRowBytes = kBlockN % 128 == 0 ? 128 : 64;
+        issuePVFp8<kHeadDim, kChunkCols, kBlockN, true>(
+            pa, sVt + ((it0 + i) % kStages) * Tile::kBytesVt + c * kChunkCols * kVtRowBytes, f);
+    }
+    // Waits for the chunk in flight (chunk c of tile i's P.V) and adds it into O; then the
+    // chunks after it, each waited for and added. Leaves V's stage to the caller.
+    __device__ void landChunks(uint32_t (&pa)[kPSteps][4], int i, int c, Chunk& f, float (&o)[kDimO / 2]) const {
+#pragma unroll
+        for (; c < kChunks; ++c) {
+            cute::warpgroup_wait<0>();
+            fenceOperands(f);
+#pragma unroll
+            for (int j = 0; j < kChunkCols / 2; ++j) o[c * (kChunkCols / 2) + j] += f[j];
+            if (c + 1 < kChunks) issuePVChunk(pa, i, c + 1, f);
+        }
+        fenceOperands(pa);
+    }
+
     // Masks tile n's scores and folds them into the running softmax: s becomes the tile's
     // unnormalised probabilities, then onKeep(rescale, moved): rescale the factor for O's rows,
     // moved whether it holds anything but 1 (the same in the warp). Where the warp drops the
@@ -870,9 +906,15 @@ struct ConsumerSm90 {
                          uint32_t (&pa)[kPSteps][4], float (&o)[kDimO / 2], OnlineSoftmax<2>& softmax,
                          bool& dropped) const {
         float s[kBlockN / 2];
+        [[maybe_unused]] Chunk f;  // kPromote: the P.V chunk in flight
         issueQK<T, kHeadDim, kBlockN, Tile::kBlockM, Tile::kQKBytes>(sQ, stage(sK, i), s);
         waitFull(kV, i - 1);
-        if constexpr (kPV) issuePVStage(pa, i - 1, o);
+        if constexpr (kPV) {
+            if constexpr (kPromote)
+                issuePVChunk(pa, i - 1, 0, f);
+            else
+                issuePVStage(pa, i - 1, o);
+        }
         turnEnd(false);
         cute::warpgroup_wait<kPV ? 1 : 0>();  // Q.K^T done; P.V still reads pa and writes o
         fenceOperands(s);
@@ -880,6 +922,7 @@ struct ConsumerSm90 {
         softmaxStep<kMasked>(
             s, nLast - i, rm, live, softmax,
             [&] {
+                if constexpr (kPV && kPromote) landChunks(pa, i - 1, 0, f, o);
                 cute::warpgroup_wait<0>();
                 fenceOperands(o);
                 fenceOperands(pa);  // pa stays live (unreused) until the P.V that reads it is done
@@ -979,8 +1022,15 @@ struct ConsumerSm90 {
         waitFull(kV, nTiles - 1);
         turnBegin();
         bool const skipLast = kSkip && groupDropped(nTiles - 1);
-        if (!skipLast) issuePVStage(pa, nTiles - 1, o);
-        turnEnd(true);
+        if constexpr (kPromote) {
+            Chunk f;
+            if (!skipLast) issuePVChunk(pa, nTiles - 1, 0, f);
+            turnEnd(true);
+            if (!skipLast) landChunks(pa, nTiles - 1, 0, f, o);
+        } else {
+            if (!skipLast) issuePVStage(pa, nTiles - 1, o);
+            turnEnd(true);
+        }
         cute::warpgroup_wait<0>();
         fenceOperands(o);
         release(kV, nTiles - 1);

@@ -153,6 +153,19 @@ struct TileSm90 {
     // columns into it). V stays in 64-column blocks: the wgmma reads the first kDimO columns.
     static constexpr int kDimO = kQKBytes_ > 0 && !kRows8 ? kQKBytes / kElemBytes : kHeadDim;
     static_assert(kDimO % 16 == 0 && kDimO <= kHeadDim, "whole 16-column groups of O");
+    // FP8: O accumulated in float32 outside the tensor cores. The FP8 wgmma keeps about 13
+    // bits of the accumulator it adds to (cut toward zero at each instruction), so O summed on
+    // the tensor cores over a whole key range loses its low part: with all V = 1, O came out 9%
+    // low at 8k keys, 31% at 32k and 60% at 128k (H200). Each P.V goes instead into a fresh
+    // accumulator of kPromoteCols columns of O at a time, added into O once it lands
+    // (ConsumerSm90::landChunks): kPromoteCols / 2 registers beside O, S and P.
+    static constexpr bool kPromoteO = kFp8;
+    // The widest chunk that ptxas fits without spilling in the main loop.
+    static constexpr int kPromoteCols = kShape == TileShape::kOneWarpGroup ? 8
+                                        : kShape == TileShape::kThreeWarpGroups ? 16
+                                        : kShape == TileShape::kWideKeys || kDimO >= 128 ? 32
+                                        : kDimO % 64 == 0 ? 64
+                                                          : kDimO / 2;
     // Q, K and V rows: blocks of 128-byte rows under the 128-byte swizzle, or (FP8 at D=64)
     // one block of 64-byte rows under the 64-byte swizzle.
     static constexpr int kSwizzleBytes = kRowBytes >= 128 ? 128 : 64;
