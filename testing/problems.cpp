@@ -678,7 +678,7 @@ Verdict compare(HostProblem const& p, GpuResult const& gpu, ref::Result const& e
     // O's float32 accumulator: the tensor cores add each instruction's products (16 keys and up)
     // into it rounding toward zero, so that O loses up to a unit in its last place (2^-23
     // relative), 2^-24 on average, an addition: a bias that grows with the key count, 2.6e-4 of
-    // O at 128k keys with all V = 1 (FP16, H200). Below 2^-12 of max|V| up to 4k keys.
+    // O at 128k keys with all V = 1 (FP16, H200); 2^-15 of max|V| at 4k keys.
     int32_t keys = 0;
     for (int32_t l : p.spec.lk.empty() ? p.spec.lq : p.spec.lk) keys = std::max(keys, l);
     double const accMax = std::ceil(keys / 16.0) * 0x1p-23 * range;

@@ -159,11 +159,26 @@ struct TileSm90 {
     // low at 8k keys, 31% at 32k and 60% at 128k (H200). Each P.V goes instead into a fresh
     // accumulator of kPromoteCols columns of O at a time, added into O once it lands
     // (ConsumerSm90::landChunks): kPromoteCols / 2 registers beside O, S and P.
-    static constexpr bool kPromoteO = kFp8;
-    // The widest chunk that ptxas fits without spilling in the main loop.
+    // FMHA_SM90_PROMOTE=0 (measurement) accumulates O on the tensor cores as the 16-bit tiles do.
+#ifndef FMHA_SM90_PROMOTE
+#define FMHA_SM90_PROMOTE 1
+#endif
+    static constexpr bool kPromoteO = kFp8 && FMHA_SM90_PROMOTE != 0;
+    // FMHA_SM90_PROMOTE_EARLY (measurement): each step issues its P.V's first chunk ahead of
+    // its Q.K^T and adds it into O before the softmax (ConsumerSm90::body).
+#ifndef FMHA_SM90_PROMOTE_EARLY
+#define FMHA_SM90_PROMOTE_EARLY 0
+#endif
+    static constexpr bool kPromoteEarly = FMHA_SM90_PROMOTE_EARLY != 0;
+    // The widest chunk that ptxas fits without spilling in the main loop (FMHA_SM90_PROMOTE_COLS:
+    // the chunk at D >= 128, for measurement).
+#ifndef FMHA_SM90_PROMOTE_COLS
+#define FMHA_SM90_PROMOTE_COLS 32
+#endif
     static constexpr int kPromoteCols = kShape == TileShape::kOneWarpGroup ? 8
                                         : kShape == TileShape::kThreeWarpGroups ? 16
-                                        : kShape == TileShape::kWideKeys || kDimO >= 128 ? 32
+                                        : kShape == TileShape::kWideKeys ? 32
+                                        : kDimO >= 128 ? FMHA_SM90_PROMOTE_COLS
                                         : kDimO % 64 == 0 ? 64
                                                           : kDimO / 2;
     // Q, K and V rows: blocks of 128-byte rows under the 128-byte swizzle, or (FP8 at D=64)
