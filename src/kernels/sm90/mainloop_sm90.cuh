@@ -907,44 +907,22 @@ struct ConsumerSm90 {
                          bool& dropped) const {
         float s[kBlockN / 2];
         [[maybe_unused]] Chunk f;  // kPromote: the P.V chunk in flight
-        // kPromote with Tile::kPromoteEarly: chunk 0 ahead of the Q.K^T, added into O while
-        // the Q.K^T runs; chunk 1 (if any) then runs beside the softmax.
-        constexpr bool kEarly = kPV && kPromote && Tile::kPromoteEarly;
-        if constexpr (kEarly) {
-            waitFull(kV, i - 1);
-            issuePVChunk(pa, i - 1, 0, f);
-        }
         issueQK<T, kHeadDim, kBlockN, Tile::kBlockM, Tile::kQKBytes>(sQ, stage(sK, i), s);
-        if constexpr (kEarly) {
-            turnEnd(false);
-            cute::warpgroup_wait<1>();  // chunk 0 landed; the Q.K^T still runs
-            fenceOperands(f);
-#pragma unroll
-            for (int j = 0; j < kChunkCols / 2; ++j) o[j] += f[j];
-            if constexpr (kChunks > 1) issuePVChunk(pa, i - 1, 1, f);
-            cute::warpgroup_wait<(kChunks > 1 ? 1 : 0)>();  // Q.K^T done
-        } else {
-            waitFull(kV, i - 1);
-            if constexpr (kPV) {
-                if constexpr (kPromote)
-                    issuePVChunk(pa, i - 1, 0, f);
-                else
-                    issuePVStage(pa, i - 1, o);
-            }
-            turnEnd(false);
-            cute::warpgroup_wait<kPV ? 1 : 0>();  // Q.K^T done; P.V still reads pa and writes o
+        waitFull(kV, i - 1);
+        if constexpr (kPV) {
+            if constexpr (kPromote)
+                issuePVChunk(pa, i - 1, 0, f);
+            else
+                issuePVStage(pa, i - 1, o);
         }
+        turnEnd(false);
+        cute::warpgroup_wait<kPV ? 1 : 0>();  // Q.K^T done; P.V still reads pa and writes o
         fenceOperands(s);
         release(kK, i);
         softmaxStep<kMasked>(
             s, nLast - i, rm, live, softmax,
             [&] {
-                if constexpr (kPV && kPromote) {
-                    if constexpr (!kEarly)
-                        landChunks(pa, i - 1, 0, f, o);
-                    else if constexpr (kChunks > 1)
-                        landChunks(pa, i - 1, 1, f, o);
-                }
+                if constexpr (kPV && kPromote) landChunks(pa, i - 1, 0, f, o);
                 cute::warpgroup_wait<0>();
                 fenceOperands(o);
                 fenceOperands(pa);  // pa stays live (unreused) until the P.V that reads it is done

@@ -164,14 +164,10 @@ struct TileSm90 {
 #define FMHA_SM90_PROMOTE 1
 #endif
     static constexpr bool kPromoteO = kFp8 && FMHA_SM90_PROMOTE != 0;
-    // FMHA_SM90_PROMOTE_EARLY (measurement): each step issues its P.V's first chunk ahead of
-    // its Q.K^T and adds it into O before the softmax (ConsumerSm90::body).
-#ifndef FMHA_SM90_PROMOTE_EARLY
-#define FMHA_SM90_PROMOTE_EARLY 0
-#endif
-    static constexpr bool kPromoteEarly = FMHA_SM90_PROMOTE_EARLY != 0;
-    // The widest chunk that ptxas fits without spilling in the main loop (FMHA_SM90_PROMOTE_COLS:
-    // the chunk at D >= 128, for measurement).
+    // The widest chunk that ptxas fits without spilling in the main loop, except at D=256 (92
+    // bytes, some reloads in the loop; 16 columns would take 16 chunks a tile) and in the
+    // 256-key tiles (272 bytes; 16 columns spilled 604). FMHA_SM90_PROMOTE_COLS: the chunk at
+    // D >= 128, for measurement (64 spilled 36 bytes at D=128).
 #ifndef FMHA_SM90_PROMOTE_COLS
 #define FMHA_SM90_PROMOTE_COLS 32
 #endif
