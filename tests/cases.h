@@ -199,8 +199,8 @@ inline std::vector<Case> longContextCases() {
             c.spec.valueOffset = 1.0F;
             v.push_back(c);
         }
-    // The Hopper family's other FP8 tiles, forced (each sums its rows its own way: in V^T's
-    // stages or in a block of their own; elsewhere the default tiles run).
+    // The Hopper family's other FP8 tiles, forced (each promotes O in chunks of its own width,
+    // TileSm90::kPromoteCols; elsewhere the default tiles run).
     std::pair<TileShape, char const*> const shapes[] = {{TileShape::kOneWarpGroup, "onewg"},
                                                         {TileShape::kWideKeys, "widekeys"},
                                                         {TileShape::kThreeWarpGroups, "threewg"},
