@@ -164,16 +164,21 @@ struct TileSm90 {
 #define FMHA_SM90_PROMOTE 1
 #endif
     static constexpr bool kPromoteO = kFp8 && FMHA_SM90_PROMOTE != 0;
-    // The widest chunk that ptxas fits without spilling in the main loop, except at D=256 (16-24
-    // bytes, some reloads in the loop; 16 columns would take 16 chunks a tile), in the 256-key
-    // tiles (272 bytes; 16 columns spilled 604) and at D=128 (and 72, whose O has 128 columns):
-    // two chunks of 64 spill 32-152 bytes there but ran the D=128 rows 4-7% faster than four of
-    // 32, which spill none (H100, bench/results/2026-12-06_e1540d8_fp8-d128-chunks_ab.txt).
+    // The widest chunk that ptxas fits without spilling in the main loop, except in the
+    // one-warpgroup tiles (below), at D=256 (16-24 bytes, some reloads in the loop; 16 columns
+    // would take 16 chunks a tile), in the 256-key tiles (272 bytes; 16 columns spilled 604)
+    // and at D=128 (and 72, whose O has 128 columns): two chunks of 64 spill 32-152 bytes
+    // there but ran the D=128 rows 4-7% faster than four of 32, which spill none (H100,
+    // bench/results/2026-12-06_e1540d8_fp8-d128-chunks_ab.txt).
+    // The one-warpgroup tiles (FP8 D=64) take four chunks of 16: ptxas spills 28 bytes there,
+    // and they ran ViT and causal S=512 5-6% faster than eight of 8, which spill none; two
+    // chunks of 32 in the three-warpgroup tiles (152 bytes) ran causal 4k 2% slower than four
+    // of 16 (H100, bench/results/2026-12-06_be6dcce_fp8-d64-chunks_ab.txt).
     // FMHA_SM90_PROMOTE_COLS: the chunk at D=128, for measurement.
 #ifndef FMHA_SM90_PROMOTE_COLS
 #define FMHA_SM90_PROMOTE_COLS 64
 #endif
-    static constexpr int kPromoteCols = kShape == TileShape::kOneWarpGroup ? 8
+    static constexpr int kPromoteCols = kShape == TileShape::kOneWarpGroup ? 16
                                         : kShape == TileShape::kThreeWarpGroups ? 16
                                         : kShape == TileShape::kWideKeys ? 32
                                         : kDimO == 128 ? FMHA_SM90_PROMOTE_COLS
