@@ -713,14 +713,42 @@ struct ConsumerSm90 {
     }
     // Waits for the chunk in flight (chunk c of tile i's P.V) and adds it into O; then the
     // chunks after it, each waited for and added. Leaves V's stage to the caller.
+    // Tile::kPromotePipe: two chunks in flight, the next issued before the wait for the one
+    // it follows, so that the tensor cores run it while that one is added.
     __device__ void landChunks(uint32_t (&pa)[kPSteps][4], int i, int c, Chunk& f, float (&o)[kDimO / 2]) const {
+        auto add = [&](int cc, Chunk& x) {
+            fenceOperands(x);
 #pragma unroll
-        for (; c < kChunks; ++c) {
-            cute::warpgroup_wait<0>();
-            fenceOperands(f);
+            for (int j = 0; j < kChunkCols / 2; ++j) o[cc * (kChunkCols / 2) + j] += x[j];
+        };
+        if constexpr (Tile::kPromotePipe && kChunks > 1) {
+            Chunk g;
 #pragma unroll
-            for (int j = 0; j < kChunkCols / 2; ++j) o[c * (kChunkCols / 2) + j] += f[j];
-            if (c + 1 < kChunks) issuePVChunk(pa, i, c + 1, f);
+            for (; c < kChunks; c += 2) {
+                if (c + 1 < kChunks) {
+                    issuePVChunk(pa, i, c + 1, g);
+                    cute::warpgroup_wait<1>();
+                } else {
+                    cute::warpgroup_wait<0>();
+                }
+                add(c, f);
+                if (c + 1 < kChunks) {
+                    if (c + 2 < kChunks) {
+                        issuePVChunk(pa, i, c + 2, f);
+                        cute::warpgroup_wait<1>();
+                    } else {
+                        cute::warpgroup_wait<0>();
+                    }
+                    add(c + 1, g);
+                }
+            }
+        } else {
+#pragma unroll
+            for (; c < kChunks; ++c) {
+                cute::warpgroup_wait<0>();
+                add(c, f);
+                if (c + 1 < kChunks) issuePVChunk(pa, i, c + 1, f);
+            }
         }
         fenceOperands(pa);
     }

@@ -178,13 +178,23 @@ struct TileSm90 {
 #ifndef FMHA_SM90_PROMOTE_COLS
 #define FMHA_SM90_PROMOTE_COLS 64
 #endif
+    // FMHA_SM90_PROMOTE_COLS_D256: the chunk at D=256, for measurement.
+#ifndef FMHA_SM90_PROMOTE_COLS_D256
+#define FMHA_SM90_PROMOTE_COLS_D256 32
+#endif
     static constexpr int kPromoteCols = kShape == TileShape::kOneWarpGroup ? 16
                                         : kShape == TileShape::kThreeWarpGroups ? 16
                                         : kShape == TileShape::kWideKeys ? 32
                                         : kDimO == 128 ? FMHA_SM90_PROMOTE_COLS
-                                        : kDimO > 128  ? 32
+                                        : kDimO > 128  ? FMHA_SM90_PROMOTE_COLS_D256
                                         : kDimO % 64 == 0 ? 64
                                                           : kDimO / 2;
+    // kPromotePipe: two chunks in flight (ConsumerSm90::landChunks); FMHA_SM90_PROMOTE_PIPE=1
+    // builds it, for measurement.
+#ifndef FMHA_SM90_PROMOTE_PIPE
+#define FMHA_SM90_PROMOTE_PIPE 0
+#endif
+    static constexpr bool kPromotePipe = FMHA_SM90_PROMOTE_PIPE != 0;
     // Q, K and V rows: blocks of 128-byte rows under the 128-byte swizzle, or (FP8 at D=64)
     // one block of 64-byte rows under the 64-byte swizzle.
     static constexpr int kSwizzleBytes = kRowBytes >= 128 ? 128 : 64;
