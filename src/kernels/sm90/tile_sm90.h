@@ -178,23 +178,24 @@ struct TileSm90 {
 #ifndef FMHA_SM90_PROMOTE_COLS
 #define FMHA_SM90_PROMOTE_COLS 64
 #endif
-    // FMHA_SM90_PROMOTE_COLS_D256: the chunk at D=256, for measurement.
-#ifndef FMHA_SM90_PROMOTE_COLS_D256
-#define FMHA_SM90_PROMOTE_COLS_D256 32
-#endif
     static constexpr int kPromoteCols = kShape == TileShape::kOneWarpGroup ? 16
                                         : kShape == TileShape::kThreeWarpGroups ? 16
                                         : kShape == TileShape::kWideKeys ? 32
                                         : kDimO == 128 ? FMHA_SM90_PROMOTE_COLS
-                                        : kDimO > 128  ? FMHA_SM90_PROMOTE_COLS_D256
+                                        : kDimO > 128  ? 32
                                         : kDimO % 64 == 0 ? 64
                                                           : kDimO / 2;
-    // kPromotePipe: two chunks in flight (ConsumerSm90::landChunks); FMHA_SM90_PROMOTE_PIPE=1
-    // builds it, for measurement.
+    // kPromotePipe: two chunks in flight, the next issued before the wait for the one before it
+    // (ConsumerSm90::landChunks). At D=256 (eight chunks of 32 columns a tile) it ran 4-7%
+    // faster than one chunk at a time (ptxas: 44-112 bytes of spills against 20-24); four
+    // pipelined chunks of 32 at D=128 ran its rows at 0.92-1.00x two of 64 one after the other
+    // (which leave no room for a second), and the three-warpgroup D=64 tiles even (H100,
+    // bench/results/2026-12-06_5aed89b_fp8-chunk-pipe_ab.txt). FMHA_SM90_PROMOTE_PIPE=0 or 1
+    // sets it in every FP8 tile, for measurement.
 #ifndef FMHA_SM90_PROMOTE_PIPE
-#define FMHA_SM90_PROMOTE_PIPE 0
+#define FMHA_SM90_PROMOTE_PIPE -1
 #endif
-    static constexpr bool kPromotePipe = FMHA_SM90_PROMOTE_PIPE != 0;
+    static constexpr bool kPromotePipe = FMHA_SM90_PROMOTE_PIPE >= 0 ? FMHA_SM90_PROMOTE_PIPE != 0 : kDimO > 128;
     // Q, K and V rows: blocks of 128-byte rows under the 128-byte swizzle, or (FP8 at D=64)
     // one block of 64-byte rows under the 64-byte swizzle.
     static constexpr int kSwizzleBytes = kRowBytes >= 128 ? 128 : 64;
