@@ -165,7 +165,7 @@ struct TileSm90 {
 #endif
     static constexpr bool kPromoteO = kFp8 && FMHA_SM90_PROMOTE != 0;
     // The widest chunk that ptxas fits without spilling in the main loop, except in the
-    // one-warpgroup tiles (below), at D=256 (16-24 bytes, some reloads in the loop; 16 columns
+    // one-warpgroup tiles (below), at D=256 (with kPromotePipe's second chunk; 16 columns
     // would take 16 chunks a tile), in the 256-key tiles (272 bytes; 16 columns spilled 604)
     // and at D=128 (and 72, whose O has 128 columns): two chunks of 64 spill 32-152 bytes
     // there but ran the D=128 rows 4-7% faster than four of 32, which spill none (H100,
@@ -186,12 +186,14 @@ struct TileSm90 {
                                         : kDimO % 64 == 0 ? 64
                                                           : kDimO / 2;
     // kPromotePipe: two chunks in flight, the next issued before the wait for the one before it
-    // (ConsumerSm90::landChunks). At D=256 (eight chunks of 32 columns a tile) it ran 4-7%
-    // faster than one chunk at a time (ptxas: 44-112 bytes of spills against 20-24); four
-    // pipelined chunks of 32 at D=128 ran its rows at 0.92-1.00x two of 64 one after the other
-    // (which leave no room for a second), and the three-warpgroup D=64 tiles even (H100,
-    // bench/results/2026-12-06_5aed89b_fp8-chunk-pipe_ab.txt). FMHA_SM90_PROMOTE_PIPE=0 or 1
-    // sets it in every FP8 tile, for measurement.
+    // (ConsumerSm90::landChunks). At D=256 (eight chunks of 32 columns a tile) it ran the
+    // contiguous rows 3-7% and the skip kernels 5-7% faster than one chunk at a time, paged rows
+    // even, although ptxas spills 44-120 bytes there against 16-24
+    // (bench/results/2026-12-06_fe9041a_fp8-d256-pipe_check.txt); four pipelined chunks of 32 at
+    // D=128 ran its rows at 0.92-1.00x two of 64 one after the other (which leave no room for a
+    // second), and the three-warpgroup D=64 tiles even
+    // (bench/results/2026-12-06_5aed89b_fp8-chunk-pipe_ab.txt; both on an H100).
+    // FMHA_SM90_PROMOTE_PIPE=0 or 1 sets it in every FP8 tile, for measurement.
 #ifndef FMHA_SM90_PROMOTE_PIPE
 #define FMHA_SM90_PROMOTE_PIPE -1
 #endif
