@@ -383,7 +383,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     };
     // cp.async gathers copy 16-byte chunks as they are (FP8 included: no dequantisation).
     using CopyElem = std::conditional_t<Tile::kFp8, __half, Elem>;
-    constexpr uint64_t kKeep = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_LAST);  // K/V: reread by other tiles
+    uint64_t const kKeep = tma.kvHint;  // K/V's L2 eviction priority (TmaDescs::kvHint)
     constexpr uint64_t kOnce = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST);
     int const D = p.headDim, lane = ptid % 32;
     bool const lead = ptid == 0;
