@@ -59,6 +59,22 @@ unsigned long long* setSkipStats(unsigned long long* counters) { return gSkipSta
 bool dependentLaunch() { return envChoice(gDependentLaunch, "FMHA_DEPENDENT_LAUNCH", {"0", "1"}) != 0; }
 
 namespace {
+std::atomic<int> gKvHint{-2};
+}  // namespace
+
+KvCachePriority kvCachePriority(FmhaParams const& p, int blockM) {
+    switch (envChoice(gKvHint, "FMHA_KV_HINT", {"last", "first", "normal"})) {
+        case 0: return KvCachePriority::kLast;
+        case 1: return KvCachePriority::kFirst;
+        case 2: return KvCachePriority::kNormal;
+        default: break;
+    }
+    bool const oneRowTile = (static_cast<int64_t>(p.maxSeqLenQ) << p.packLog2) <= blockM;
+    bool const wholeGroup = (1 << p.packLog2) == p.headGroup;
+    return oneRowTile && wholeGroup ? KvCachePriority::kFirst : KvCachePriority::kLast;
+}
+
+namespace {
 std::atomic<int> gKvPairs{-2};  // (setKvPairs stores here too)
 int kvPairsSetting() { return envChoice(gKvPairs, "FMHA_KV_PAIRS", {"0", "1"}); }
 thread_local bool tLastKvPairs = false;

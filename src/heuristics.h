@@ -25,6 +25,15 @@ unsigned long long* setSkipStats(unsigned long long* counters);
 // FMHA_DEPENDENT_LAUNCH=0 in the environment (measurement).
 bool dependentLaunch();
 
+// The L2 eviction priority of a Hopper launch's K/V loads (its TMA cache hint). kFirst where every
+// K/V tile is read by one CTA (of each split-KV part): one row tile of blockM rows holds every
+// query row of a KV head (its query heads packed whole, every query of the longest sequence),
+// so that streaming the cache does not push out what the launch reads again (the parts' partial
+// rows); kLast where the row tiles of other CTAs read the tile again. FMHA_KV_HINT=last, first
+// or normal in the environment sets one for every launch (measurement).
+enum class KvCachePriority { kLast, kFirst, kNormal };
+KvCachePriority kvCachePriority(FmhaParams const& p, int blockM);
+
 // Whether the Hopper family's pairable launches (sm90 TileSm90::kPairable, contiguous or paged KV,
 // persistent or not; neighbouring heads of one KV head's group) run as CTA pairs that share their K/V loads: yes,
 // unless FMHA_KV_PAIRS=0 in the environment (measurement) or a test sets 0 here (-1:

@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <cstddef>
+#include <cstdlib>
 #include <cmath>
 #include <chrono>
 #include <cstring>
@@ -1133,6 +1134,28 @@ TEST(LaunchPlan, KvPairsOnlyWithinAKvHead) {
     int const previous = fmha::detail::setKvPairs(0);
     EXPECT_EQ(ctas(32, 8, 0), 1U);
     fmha::detail::setKvPairs(previous);
+}
+
+// K/V loads are marked evict-first only where one CTA (of each split-KV part) reads each K/V
+// tile: one row tile holds every query row of a KV head.
+TEST(LaunchPlan, KvEvictFirstOnlyWhereEachTileIsReadOnce) {
+    if (std::getenv("FMHA_KV_HINT") != nullptr) GTEST_SKIP() << "FMHA_KV_HINT sets the hint of every launch";
+    using fmha::detail::KvCachePriority;
+    fmha::FmhaParams p;
+    auto priority = [&](int lq, int hq, int hkv, int packLog2, int blockM) {
+        p.maxSeqLenQ = lq, p.numQHeads = hq, p.numKVHeads = hkv, p.headGroup = hq / hkv, p.packLog2 = packLog2;
+        return fmha::detail::kvCachePriority(p, blockM);
+    };
+    EXPECT_EQ(priority(1, 32, 8, 2, 64), KvCachePriority::kFirst);     // decode, the group packed
+    EXPECT_EQ(priority(16, 32, 8, 2, 64), KvCachePriority::kFirst);    // 64 rows: one tile
+    EXPECT_EQ(priority(17, 32, 8, 2, 64), KvCachePriority::kLast);     // two row tiles
+    EXPECT_EQ(priority(16, 32, 8, 2, 128), KvCachePriority::kFirst);
+    EXPECT_EQ(priority(1, 32, 8, 0, 64), KvCachePriority::kLast);      // four CTAs a KV head
+    EXPECT_EQ(priority(1, 32, 4, 2, 64), KvCachePriority::kLast);      // groups of 8 packed by 4
+    EXPECT_EQ(priority(1, 32, 32, 0, 64), KvCachePriority::kFirst);    // no GQA
+    EXPECT_EQ(priority(4096, 32, 8, 2, 128), KvCachePriority::kLast);  // prefill
+    EXPECT_EQ(priority(128, 16, 16, 0, 128), KvCachePriority::kFirst);
+    EXPECT_EQ(priority(129, 16, 16, 0, 128), KvCachePriority::kLast);
 }
 
 TEST(SplitKvSetting, RangeAndWorkspace) {

@@ -5,9 +5,10 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 
 #include <cuda_runtime_api.h>
+
+#include "heuristics.h"
 
 namespace fmha::sm90 {
 namespace {
@@ -29,30 +30,13 @@ EncodeFn encoder() {
     return fn;
 }
 
-// FMHA_TMA_PROMOTION=none|64|128 (measurements): the L2 promotion of every descriptor; 256
-// bytes otherwise.
-CUtensorMapL2promotion l2Promotion() {
-    static CUtensorMapL2promotion const v = [] {
-        char const* env = std::getenv("FMHA_TMA_PROMOTION");
-        std::string const s = env != nullptr ? env : "";
-        if (s == "none") return CU_TENSOR_MAP_L2_PROMOTION_NONE;
-        if (s == "64") return CU_TENSOR_MAP_L2_PROMOTION_L2_64B;
-        if (s == "128") return CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
-        return CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
-    }();
-    return v;
-}
-
-// FMHA_KV_HINT=first|normal (measurements): K/V's TMA cache hint; EVICT_LAST otherwise.
-uint64_t kvCacheHint() {
-    static uint64_t const v = [] {
-        char const* env = std::getenv("FMHA_KV_HINT");
-        std::string const s = env != nullptr ? env : "";
-        if (s == "first") return uint64_t{0x12F0000000000000ull};
-        if (s == "normal") return uint64_t{0x1000000000000000ull};
-        return uint64_t{0x14F0000000000000ull};
-    }();
-    return v;
+// The TMA cache hint of a K/V priority (cute::TMA::CacheHintSm90's values; its header is device code).
+uint64_t cacheHint(detail::KvCachePriority priority) {
+    switch (priority) {
+        case detail::KvCachePriority::kFirst: return 0x12F0000000000000ull;
+        case detail::KvCachePriority::kNormal: return 0x1000000000000000ull;
+        default: return 0x14F0000000000000ull;
+    }
 }
 
 // One tensor of 16-bit (elemBytes 2) or 8-bit elements of rank dims, boxes swizzled by
@@ -72,7 +56,7 @@ bool encode(CUtensorMap* map, void const* base, cuuint64_t const (&dims)[kRank],
               const_cast<void*>(base), dims, strides, box,
               elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
               swizzleBytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
-              l2Promotion(), CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 // Whether the environment sets name to value (the measurement knobs below, read once each).
@@ -98,7 +82,7 @@ bool outputCopiesForced() {
 }  // namespace
 
 void makeTmaDescs(FmhaParams const& p, int blockM, int blockN, int swizzleBytes, TmaDescs* d, bool withO) {
-    d->kvHint = kvCacheHint();
+    d->kvHint = cacheHint(detail::kvCachePriority(p, blockM));
     d->qOk = 0;
     d->kvOk = 0;
     d->kvRows = 0;

@@ -29,9 +29,9 @@ struct TmaDescs {
     // O (16-bit, persistent kernels): (D, numQHeads, Q rows), box (64, H, 16 / H) with
     // H = min(2^packLog2, 16): a consumer warp's 16 tile rows, under the 128-byte swizzle.
     CUtensorMap o;
-    // The L2 cache hint of K/V's TMA loads (a cute::TMA::CacheHintSm90 value; EVICT_LAST:
-    // K/V tiles are reread by the row tiles of other CTAs). FMHA_KV_HINT=first|normal sets
-    // another for measurements.
+    // The L2 cache hint of K/V's TMA loads, a cute::TMA::CacheHintSm90 value
+    // (detail::kvCachePriority: EVICT_FIRST where each K/V tile is read by one CTA, EVICT_LAST
+    // where other row tiles read it again).
     uint64_t kvHint = 0x14F0000000000000ull;
     int32_t qOk = 0;
     int32_t kvOk = 0;
