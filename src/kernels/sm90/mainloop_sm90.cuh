@@ -612,6 +612,11 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
 // released unread. The warps learn each other's drops without a barrier of their own: each
 // writes its drop of tile i to shared memory, and the four read them after the next step's
 // ping-pong turn barrier, which they pass together before issuing the P.V of tile i.
+// A hook that does nothing (ConsumerSm90::softmaxStep's default pvEarly).
+struct NoOp {
+    __device__ void operator()() const {}
+};
+
 template <class ET, class Tile, bool kSkip = false, bool kStats = false>
 struct ConsumerSm90 {
     // FP8: E4M3 operands in both GEMMs (P converted from the softmax, scaled by kPScale).
@@ -765,10 +770,12 @@ struct ConsumerSm90 {
     // block with P's conversions and O's rescale, as in the dense kernels (whose ptxas places
     // their wait there). Otherwise the wait follows the exponentials.
     static constexpr bool kWaitBeforeExps = kSkip && Tile::kSlack8 > 0;
-    template <bool kMasked, class PvDone, class OnKeep, class OnDrop>
+    // pvEarly() (kWaitBeforeExps false): before the exponentials, where all four warps' paths
+    // are one (Tile::kPromoteEarly: chunk 0 of the P.V in flight landed, the next issued).
+    template <bool kMasked, class PvDone, class OnKeep, class OnDrop, class PvEarly = NoOp>
     __device__ void softmaxStep(float (&s)[kBlockN / 2], int n, typename Mask::Row const (&rm)[2],
                                 bool const (&live)[2], OnlineSoftmax<2>& softmax, PvDone&& pvDone, OnKeep&& onKeep,
-                                [[maybe_unused]] OnDrop&& onDrop) const {
+                                [[maybe_unused]] OnDrop&& onDrop, [[maybe_unused]] PvEarly&& pvEarly = {}) const {
         if constexpr (kMasked) {
 #pragma unroll
             for (int r = 0; r < 2; ++r)
@@ -821,6 +828,7 @@ struct ConsumerSm90 {
             onKeep(rescale, move);
         } else {
             bool moved = false;
+            pvEarly();
             if (!drop) {
                 if constexpr (Tile::kSlack8 > 0) {
                     moved = softmax.template updateWarp<Tile::kSlack8, Tile::kPLog2>(sr, tileMax, p.scaleLog2, rescale);
@@ -947,10 +955,13 @@ struct ConsumerSm90 {
         cute::warpgroup_wait<kPV ? 1 : 0>();  // Q.K^T done; P.V still reads pa and writes o
         fenceOperands(s);
         release(kK, i);
+        // Tile::kPromoteEarly: chunk 0 lands and chunk 1 leaves before the exponentials, which
+        // then run beside it (the dense kernels' softmax; the skip kernels wait before them).
+        constexpr bool kEarly = kPV && kPromote && Tile::kPromoteEarly && kChunks > 1 && !kWaitBeforeExps;
         softmaxStep<kMasked>(
             s, nLast - i, rm, live, softmax,
             [&] {
-                if constexpr (kPV && kPromote) landChunks(pa, i - 1, 0, f, o);
+                if constexpr (kPV && kPromote) landChunks(pa, i - 1, kEarly ? 1 : 0, f, o);
                 cute::warpgroup_wait<0>();
                 fenceOperands(o);
                 fenceOperands(pa);  // pa stays live (unreused) until the P.V that reads it is done
@@ -963,6 +974,15 @@ struct ConsumerSm90 {
             [&] {
                 dropTile(i, pa);
                 dropped = true;
+            },
+            [&] {
+                if constexpr (kEarly) {
+                    cute::warpgroup_wait<0>();
+                    fenceOperands(f);
+#pragma unroll
+                    for (int j = 0; j < kChunkCols / 2; ++j) o[j] += f[j];
+                    issuePVChunk(pa, i - 1, 1, f);
+                }
             });
     }
 

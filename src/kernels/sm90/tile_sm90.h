@@ -198,6 +198,13 @@ struct TileSm90 {
 #define FMHA_SM90_PROMOTE_PIPE -1
 #endif
     static constexpr bool kPromotePipe = FMHA_SM90_PROMOTE_PIPE >= 0 ? FMHA_SM90_PROMOTE_PIPE != 0 : kDimO > 128;
+    // kPromoteEarly (FMHA_SM90_PROMOTE_EARLY=1, for measurement): in the dense kernels' steps,
+    // chunk 0 of the P.V lands and chunk 1 is issued before the softmax's exponentials, so that
+    // chunk 1 runs beside them instead of after them (ConsumerSm90::body).
+#ifndef FMHA_SM90_PROMOTE_EARLY
+#define FMHA_SM90_PROMOTE_EARLY 0
+#endif
+    static constexpr bool kPromoteEarly = FMHA_SM90_PROMOTE_EARLY != 0;
     // Q, K and V rows: blocks of 128-byte rows under the 128-byte swizzle, or (FP8 at D=64)
     // one block of 64-byte rows under the 64-byte swizzle.
     static constexpr int kSwizzleBytes = kRowBytes >= 128 ? 128 : 64;
