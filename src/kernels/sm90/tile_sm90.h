@@ -198,13 +198,21 @@ struct TileSm90 {
 #define FMHA_SM90_PROMOTE_PIPE -1
 #endif
     static constexpr bool kPromotePipe = FMHA_SM90_PROMOTE_PIPE >= 0 ? FMHA_SM90_PROMOTE_PIPE != 0 : kDimO > 128;
-    // kPromoteEarly (FMHA_SM90_PROMOTE_EARLY=1, for measurement): in the dense kernels' steps,
-    // chunk 0 of the P.V lands and chunk 1 is issued before the softmax's exponentials, so that
-    // chunk 1 runs beside them instead of after them (ConsumerSm90::body).
+    // kPromoteEarly: in the dense kernels' steps chunk 0 of the P.V lands and chunk 1 is issued
+    // before the softmax's exponentials, so that chunk 1 runs beside them instead of after them
+    // (ConsumerSm90::body). In the D=128 tiles (two chunks of 64; ptxas then spills nothing in
+    // the default tiles, 40 bytes in the persistent one) it ran the contiguous D=128 rows 1.5-8.5%
+    // faster, paged 8k even, the 16/64-query chunks 1-2%; in the one- and three-warpgroup D=64
+    // tiles 0.5-2% (H100, bench/results/2026-12-06_dc886b5_fp8-chunk1-early_ab.txt). Not built
+    // where it was not measured (D=72's 72-byte rows, D=80-96, D=256, the 256-key tiles).
+    // FMHA_SM90_PROMOTE_EARLY=0 or 1 sets it in every FP8 tile, for measurement.
 #ifndef FMHA_SM90_PROMOTE_EARLY
-#define FMHA_SM90_PROMOTE_EARLY 0
+#define FMHA_SM90_PROMOTE_EARLY -1
 #endif
-    static constexpr bool kPromoteEarly = FMHA_SM90_PROMOTE_EARLY != 0;
+    static constexpr bool kPromoteEarly =
+        FMHA_SM90_PROMOTE_EARLY >= 0 ? FMHA_SM90_PROMOTE_EARLY != 0
+                                     : kShape == TileShape::kOneWarpGroup || kShape == TileShape::kThreeWarpGroups ||
+                                           (kDimO == 128 && !kRows8);
     // Q, K and V rows: blocks of 128-byte rows under the 128-byte swizzle, or (FP8 at D=64)
     // one block of 64-byte rows under the 64-byte swizzle.
     static constexpr int kSwizzleBytes = kRowBytes >= 128 ? 128 : 64;
