@@ -170,7 +170,7 @@ struct TileSm90 {
     // and at D=128 (and 72, whose O has 128 columns): two chunks of 64 spill 32-152 bytes
     // there but ran the D=128 rows 4-7% faster than four of 32, which spill none (H100,
     // bench/results/2026-12-06_e1540d8_fp8-d128-chunks_ab.txt).
-    // The one-warpgroup tiles (FP8 D=64) take four chunks of 16: ptxas spills 28 bytes there,
+    // The one-warpgroup tiles (FP8 D=64) take four chunks of 16: ptxas spilled 28 bytes there,
     // and they ran ViT and causal S=512 5-6% faster than eight of 8, which spill none; two
     // chunks of 32 in the three-warpgroup tiles (152 bytes) ran causal 4k 2% slower than four
     // of 16 (H100, bench/results/2026-12-06_be6dcce_fp8-d64-chunks_ab.txt).
@@ -203,8 +203,9 @@ struct TileSm90 {
     // (ConsumerSm90::body). In the D=128 tiles (two chunks of 64; ptxas then spills nothing in
     // the default tiles, 40 bytes in the persistent one) it ran the contiguous D=128 rows 1.5-8.5%
     // faster, paged 8k even, the 16/64-query chunks 1-2%; in the one- and three-warpgroup D=64
-    // tiles 0.5-2% (H100, bench/results/2026-12-06_dc886b5_fp8-chunk1-early_ab.txt). Not built
-    // where it was not measured (D=72's 72-byte rows, D=80-96, D=256, the 256-key tiles).
+    // tiles 0.5-2%, the one-warpgroup tiles' spills 28 -> 20 bytes (H100,
+    // bench/results/2026-12-06_dc886b5_fp8-chunk1-early_ab.txt). Not built where it was not
+    // measured (D=72's 72-byte rows, D=80-96, D=256, the 256-key tiles).
     // FMHA_SM90_PROMOTE_EARLY=0 or 1 sets it in every FP8 tile, for measurement.
 #ifndef FMHA_SM90_PROMOTE_EARLY
 #define FMHA_SM90_PROMOTE_EARLY -1
