@@ -383,8 +383,12 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     };
     // cp.async gathers copy 16-byte chunks as they are (FP8 included: no dequantisation).
     using CopyElem = std::conditional_t<Tile::kFp8, __half, Elem>;
-    uint64_t const kKeep = tma.kvHint;  // K/V's L2 eviction priority (TmaDescs::kvHint)
+    uint64_t const kvHint = tma.kvHint;  // K/V's L2 eviction priority (TmaDescs::kvHint)
     constexpr uint64_t kOnce = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST);
+    static_assert(kCacheHintEvictFirst == kOnce &&
+                      kCacheHintEvictLast == static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_LAST) &&
+                      kCacheHintEvictNormal == static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_NORMAL),
+                  "the host's cache hints are cute's");
     int const D = p.headDim, lane = ptid % 32;
     bool const lead = ptid == 0;
     // kRows8: rows of 72 bytes are 8-byte aligned only (no TMA descriptor takes their strides):
@@ -477,7 +481,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                 if constexpr (Tile::kPairable && kColBlocks == 2) {
                     if (pairRank >= 0) {  // a pair: this CTA's column block of each box, into both
                         if (ptid < boxes)
-                            cute::SM90_TMA_LOAD_MULTICAST_3D::copy(&tma.k, full, uint16_t{3}, kKeep,
+                            cute::SM90_TMA_LOAD_MULTICAST_3D::copy(&tma.k, full, uint16_t{3}, kvHint,
                                                                    base + pairRank * kBlockN * kSw + ptid * boxRows * kSw,
                                                                    pairRank * kBoxCols, hkv, (page << pageLog2) + inPage);
                         if (!lead) Barrier::arrive(full);
@@ -490,9 +494,9 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                         unsigned char* dst = base + cb * kBlockN * kSw + ptid * boxRows * kSw;
                         int32_t const token = (page << pageLog2) + inPage;
                         if (rowViews)
-                            cute::SM90_TMA_LOAD_2D::copy(&tma.k, full, kKeep, dst, col0 + cb * kBoxCols, token);
+                            cute::SM90_TMA_LOAD_2D::copy(&tma.k, full, kvHint, dst, col0 + cb * kBoxCols, token);
                         else
-                            cute::SM90_TMA_LOAD_3D::copy(&tma.k, full, kKeep, dst, cb * kBoxCols, hkv, token);
+                            cute::SM90_TMA_LOAD_3D::copy(&tma.k, full, kvHint, dst, cb * kBoxCols, hkv, token);
                     }
                 }
                 if (!lead) Barrier::arrive(full);
@@ -508,7 +512,7 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
                     int32_t const batch = p.kvRowsFromCu ? 0 : b;
                     if constexpr (Tile::kPairable && kColBlocks == 2) {
                         if (pairRank >= 0) {
-                            cute::SM90_TMA_LOAD_MULTICAST_4D::copy(map, full, uint16_t{3}, kKeep,
+                            cute::SM90_TMA_LOAD_MULTICAST_4D::copy(map, full, uint16_t{3}, kvHint,
                                                                    base + pairRank * kBlockN * kSw, pairRank * kBoxCols,
                                                                    row, hkv, batch);
                             return;
@@ -517,10 +521,10 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
 #pragma unroll
                     for (int cb = 0; cb < kColBlocks; ++cb) {
                         if (rowViews)
-                            cute::SM90_TMA_LOAD_3D::copy(map, full, kKeep, base + cb * kBlockN * kSw, col0 + cb * kBoxCols,
+                            cute::SM90_TMA_LOAD_3D::copy(map, full, kvHint, base + cb * kBlockN * kSw, col0 + cb * kBoxCols,
                                                          row, batch);
                         else
-                            cute::SM90_TMA_LOAD_4D::copy(map, full, kKeep, base + cb * kBlockN * kSw, cb * kBoxCols, row,
+                            cute::SM90_TMA_LOAD_4D::copy(map, full, kvHint, base + cb * kBlockN * kSw, cb * kBoxCols, row,
                                                          hkv, batch);
                     }
                 } else {

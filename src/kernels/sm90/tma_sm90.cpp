@@ -30,12 +30,12 @@ EncodeFn encoder() {
     return fn;
 }
 
-// The TMA cache hint of a K/V priority (cute::TMA::CacheHintSm90's values; its header is device code).
+// The TMA cache hint of a K/V priority.
 uint64_t cacheHint(detail::KvCachePriority priority) {
     switch (priority) {
-        case detail::KvCachePriority::kFirst: return 0x12F0000000000000ull;
-        case detail::KvCachePriority::kNormal: return 0x1000000000000000ull;
-        default: return 0x14F0000000000000ull;
+        case detail::KvCachePriority::kFirst: return kCacheHintEvictFirst;
+        case detail::KvCachePriority::kNormal: return kCacheHintEvictNormal;
+        default: return kCacheHintEvictLast;
     }
 }
 

@@ -11,6 +11,12 @@
 
 namespace fmha::sm90 {
 
+// TMA L2 cache hints: cute::TMA::CacheHintSm90's values, for host code (cute's header is device
+// code; mainloop_sm90.cuh checks that they agree).
+inline constexpr uint64_t kCacheHintEvictNormal = 0x1000000000000000ull;
+inline constexpr uint64_t kCacheHintEvictFirst = 0x12F0000000000000ull;
+inline constexpr uint64_t kCacheHintEvictLast = 0x14F0000000000000ull;
+
 struct TmaDescs {
     // Boxes are one swizzle row wide: 128 bytes (64 16-bit or 128 FP8 columns), or 64 bytes
     // (FP8 at D=64) under the 64-byte swizzle: C columns below.
@@ -32,7 +38,7 @@ struct TmaDescs {
     // The L2 cache hint of K/V's TMA loads, a cute::TMA::CacheHintSm90 value
     // (detail::kvCachePriority: EVICT_FIRST where each K/V tile is read by one CTA, EVICT_LAST
     // where other row tiles read it again).
-    uint64_t kvHint = 0x14F0000000000000ull;
+    uint64_t kvHint = kCacheHintEvictLast;
     int32_t qOk = 0;
     int32_t kvOk = 0;
     int32_t kvRows = 0;  // k and v are the row views above
