@@ -204,8 +204,11 @@ struct TileSm90 {
     // the default tiles, 40 bytes in the persistent one) it ran the contiguous D=128 rows 1.5-8.5%
     // faster, paged 8k even, the 16/64-query chunks 1-2%; in the one- and three-warpgroup D=64
     // tiles 0.5-2%, the one-warpgroup tiles' spills 28 -> 20 bytes (H100,
-    // bench/results/2026-12-06_dc886b5_fp8-chunk1-early_ab.txt). Not built where it was not
-    // measured (D=72's 72-byte rows, D=80-96, D=256, the 256-key tiles).
+    // bench/results/2026-12-06_dc886b5_fp8-chunk1-early_ab.txt). At D=80-96 (two chunks of 48)
+    // it ran ViT D=80 2.4% and causal D=96 4.8% faster, paged D=96 even; at D=72 (72-byte rows,
+    // O of 128 columns) 2-3.5% slower, so not there (H100,
+    // bench/results/2026-12-06_f3f68a0_fp8-early-d72-96_ab.txt). Not built where it was not
+    // measured (D=256, the 256-key tiles).
     // FMHA_SM90_PROMOTE_EARLY=0 or 1 sets it in every FP8 tile, for measurement.
 #ifndef FMHA_SM90_PROMOTE_EARLY
 #define FMHA_SM90_PROMOTE_EARLY -1
@@ -213,7 +216,7 @@ struct TileSm90 {
     static constexpr bool kPromoteEarly =
         FMHA_SM90_PROMOTE_EARLY >= 0 ? FMHA_SM90_PROMOTE_EARLY != 0
                                      : kShape == TileShape::kOneWarpGroup || kShape == TileShape::kThreeWarpGroups ||
-                                           (kDimO == 128 && !kRows8);
+                                           ((kDimO == 128 || kDimO == 96) && !kRows8);
     // Q, K and V rows: blocks of 128-byte rows under the 128-byte swizzle, or (FP8 at D=64)
     // one block of 64-byte rows under the 64-byte swizzle.
     static constexpr int kSwizzleBytes = kRowBytes >= 128 ? 128 : 64;
