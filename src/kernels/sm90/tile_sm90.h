@@ -165,11 +165,13 @@ struct TileSm90 {
 #endif
     static constexpr bool kPromoteO = kFp8 && FMHA_SM90_PROMOTE != 0;
     // The widest chunk that ptxas fits without spilling in the main loop, except in the
-    // one-warpgroup tiles (below), at D=256 (with kPromotePipe's second chunk; 16 columns
-    // would take 16 chunks a tile), in the 256-key tiles (272 bytes; 16 columns spilled 604)
+    // one-warpgroup tiles (below), in the 256-key tiles (272 bytes; 16 columns spilled 604)
     // and at D=128 (and 72, whose O has 128 columns): two chunks of 64 spill 32-152 bytes
     // there but ran the D=128 rows 4-7% faster than four of 32, which spill none (H100,
-    // bench/results/2026-12-06_e1540d8_fp8-d128-chunks_ab.txt).
+    // bench/results/2026-12-06_e1540d8_fp8-d128-chunks_ab.txt). At D=256 four chunks of 64
+    // (52-148 bytes of spills) ran the contiguous rows 2-4% and paged 8% faster than eight of 32
+    // two in flight (kPromotePipe), the skip kernels even (H100,
+    // bench/results/2026-12-06_a76debe_fp8-d256-chunks_ab.txt).
     // The one-warpgroup tiles (FP8 D=64) take four chunks of 16: ptxas spilled 28 bytes there,
     // and they ran ViT and causal S=512 5-6% faster than eight of 8, which spill none; two
     // chunks of 32 in the three-warpgroup tiles (152 bytes) ran causal 4k 2% slower than four
@@ -182,22 +184,20 @@ struct TileSm90 {
                                         : kShape == TileShape::kThreeWarpGroups ? 16
                                         : kShape == TileShape::kWideKeys ? 32
                                         : kDimO == 128 ? FMHA_SM90_PROMOTE_COLS
-                                        : kDimO > 128  ? 32
                                         : kDimO % 64 == 0 ? 64
                                                           : kDimO / 2;
     // kPromotePipe: two chunks in flight, the next issued before the wait for the one before it
-    // (ConsumerSm90::landChunks). At D=256 (eight chunks of 32 columns a tile) it ran the
-    // contiguous rows 3-7% and the skip kernels 5-7% faster than one chunk at a time, paged rows
-    // even, although ptxas spills 44-120 bytes there against 16-24
-    // (bench/results/2026-12-06_fe9041a_fp8-d256-pipe_check.txt); four pipelined chunks of 32 at
-    // D=128 ran its rows at 0.92-1.00x two of 64 one after the other (which leave no room for a
-    // second), and the three-warpgroup D=64 tiles even
-    // (bench/results/2026-12-06_5aed89b_fp8-chunk-pipe_ab.txt; both on an H100).
-    // FMHA_SM90_PROMOTE_PIPE=0 or 1 sets it in every FP8 tile, for measurement.
+    // (ConsumerSm90::landChunks). Built in no tile: at D=256 eight chunks of 32 columns ran the
+    // contiguous rows 3-7% and the skip kernels 5-7% faster with it than one at a time
+    // (bench/results/2026-12-06_fe9041a_fp8-d256-pipe_check.txt), but four of 64 one at a time
+    // faster still (above); four pipelined chunks of 32 at D=128 ran its rows at 0.92-1.00x two
+    // of 64 one after the other (which leave no room for a second), and the three-warpgroup D=64
+    // tiles even (bench/results/2026-12-06_5aed89b_fp8-chunk-pipe_ab.txt; both on an H100).
+    // FMHA_SM90_PROMOTE_PIPE=1 sets it in every FP8 tile, for measurement.
 #ifndef FMHA_SM90_PROMOTE_PIPE
-#define FMHA_SM90_PROMOTE_PIPE -1
+#define FMHA_SM90_PROMOTE_PIPE 0
 #endif
-    static constexpr bool kPromotePipe = FMHA_SM90_PROMOTE_PIPE >= 0 ? FMHA_SM90_PROMOTE_PIPE != 0 : kDimO > 128;
+    static constexpr bool kPromotePipe = FMHA_SM90_PROMOTE_PIPE != 0;
     // kPromoteEarly: in the dense kernels' steps chunk 0 of the P.V lands and chunk 1 is issued
     // before the softmax's exponentials, so that chunk 1 runs beside them instead of after them
     // (ConsumerSm90::body). In the D=128 tiles (two chunks of 64; ptxas then spills nothing in
@@ -207,8 +207,8 @@ struct TileSm90 {
     // bench/results/2026-12-06_dc886b5_fp8-chunk1-early_ab.txt). At D=80-96 (two chunks of 48)
     // it ran ViT D=80 2.4% and causal D=96 4.8% faster, paged D=96 even; at D=72 (72-byte rows,
     // O of 128 columns) 2-3.5% slower, so not there (H100,
-    // bench/results/2026-12-06_f3f68a0_fp8-early-d72-96_ab.txt). Not built where it was not
-    // measured (D=256, the 256-key tiles).
+    // bench/results/2026-12-06_f3f68a0_fp8-early-d72-96_ab.txt). At D=256's four chunks of 64
+    // ptxas gave the same code with it as without (cuobjdump); the 256-key tiles not measured.
     // FMHA_SM90_PROMOTE_EARLY=0 or 1 sets it in every FP8 tile, for measurement.
 #ifndef FMHA_SM90_PROMOTE_EARLY
 #define FMHA_SM90_PROMOTE_EARLY -1
