@@ -35,6 +35,9 @@ for o in "$new"/CMakeFiles/fmha_kernels*.dir/generated/inst/*.o; do
 done
 [ "$n" -gt 0 ] || { echo "build_variant.sh: no instance object matches '$regex'" >&2; exit 2; }
 echo "$new: $n instances recompiled with '$flags'"
+# A BASE that is itself a variant passes its flags on: say which, so that no setting rides along unseen.
+inherited=$(cache CMAKE_CUDA_FLAGS)
+[ -z "${inherited// /}" ] || echo "build_variant.sh: BASE's CUDA flags are in the new tree too: '$inherited'" >&2
 cmake --build "$new" -j"$(nproc)" --target fmha_cli fmha_gpu_tests > "$new/build_variant.log" 2>&1 ||
   { tail -20 "$new/build_variant.log"; exit 1; }
 grep -oE "function '[^']+', [0-9]+ bytes spill stores, [0-9]+ bytes spill loads" "$new/build_variant.log" || true

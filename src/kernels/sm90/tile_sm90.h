@@ -169,8 +169,8 @@ struct TileSm90 {
     // and at D=128 (and 72, whose O has 128 columns): two chunks of 64 spill 32-152 bytes
     // there but ran the D=128 rows 4-7% faster than four of 32, which spill none (H100,
     // bench/results/2026-12-06_e1540d8_fp8-d128-chunks_ab.txt). At D=256 four chunks of 64
-    // (52-148 bytes of spills) ran the contiguous rows 2-4% and paged 8% faster than eight of 32
-    // two in flight (kPromotePipe), the skip kernels even (H100,
+    // with kPromoteEarly (52-148 bytes of spills) ran the contiguous rows 2-4% and paged 8% faster
+    // than eight of 32 two in flight (kPromotePipe), the skip kernels even (H100,
     // bench/results/2026-12-06_a76debe_fp8-d256-chunks_ab.txt).
     // The one-warpgroup tiles (FP8 D=64) take four chunks of 16: ptxas spilled 28 bytes there,
     // and they ran ViT and causal S=512 5-6% faster than eight of 8, which spill none; two
@@ -207,8 +207,9 @@ struct TileSm90 {
     // bench/results/2026-12-06_dc886b5_fp8-chunk1-early_ab.txt). At D=80-96 (two chunks of 48)
     // it ran ViT D=80 2.4% and causal D=96 4.8% faster, paged D=96 even; at D=72 (72-byte rows,
     // O of 128 columns) 2-3.5% slower, so not there (H100,
-    // bench/results/2026-12-06_f3f68a0_fp8-early-d72-96_ab.txt). At D=256's four chunks of 64
-    // ptxas gave the same code with it as without (cuobjdump); the 256-key tiles not measured.
+    // bench/results/2026-12-06_f3f68a0_fp8-early-d72-96_ab.txt). D=256's four chunks of 64
+    // were measured with it (bench/results/2026-12-06_a76debe_fp8-d256-chunks_ab.txt); the
+    // 256-key tiles not at all.
     // FMHA_SM90_PROMOTE_EARLY=0 or 1 sets it in every FP8 tile, for measurement.
 #ifndef FMHA_SM90_PROMOTE_EARLY
 #define FMHA_SM90_PROMOTE_EARLY -1
@@ -216,7 +217,7 @@ struct TileSm90 {
     static constexpr bool kPromoteEarly =
         FMHA_SM90_PROMOTE_EARLY >= 0 ? FMHA_SM90_PROMOTE_EARLY != 0
                                      : kShape == TileShape::kOneWarpGroup || kShape == TileShape::kThreeWarpGroups ||
-                                           ((kDimO == 128 || kDimO == 96) && !kRows8);
+                                           ((kDimO == 128 || kDimO == 96 || kDimO == 256) && !kRows8);
     // Q, K and V rows: blocks of 128-byte rows under the 128-byte swizzle, or (FP8 at D=64)
     // one block of 64-byte rows under the 64-byte swizzle.
     static constexpr int kSwizzleBytes = kRowBytes >= 128 ? 128 : 64;
