@@ -608,6 +608,11 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
     cute::cp_async_wait<0>();  // no copy outlives its thread
 }
 
+// A hook that does nothing (ConsumerSm90::softmaxStep's default pvEarly).
+struct NoOp {
+    __device__ void operator()() const {}
+};
+
 // Consumer warpgroup: every tile of the visit order through the two GEMMs and the online
 // softmax, accumulating this warpgroup's 64 rows of O. kSkip: skip-softmax
 // (docs/SEMANTICS.md): a warp whose 16 rows all find a tile negligible drops it (no
@@ -616,11 +621,6 @@ __device__ inline void produceTiles(FmhaParams const& p, TmaDescs const& tma, Se
 // released unread. The warps learn each other's drops without a barrier of their own: each
 // writes its drop of tile i to shared memory, and the four read them after the next step's
 // ping-pong turn barrier, which they pass together before issuing the P.V of tile i.
-// A hook that does nothing (ConsumerSm90::softmaxStep's default pvEarly).
-struct NoOp {
-    __device__ void operator()() const {}
-};
-
 template <class ET, class Tile, bool kSkip = false, bool kStats = false>
 struct ConsumerSm90 {
     // FP8: E4M3 operands in both GEMMs (P converted from the softmax, scaled by kPScale).
