@@ -1009,8 +1009,9 @@ struct ConsumerSm90 {
     }
 
     // The unmasked run's steps, unrolled twice in the 16-bit kernels of head dims up to 128
-    // without skip-softmax (1.3-2.9% faster, no spills). Elsewhere they would spill: FP8 and
-    // 16-bit D=256 (220-432 bytes), the skip kernels (72-84 bytes).
+    // without skip-softmax: each copy keeps its own stage's descriptors in registers. The other
+    // kernels have no registers to spare for that and would spill (perf-history, "The unmasked
+    // run unrolled twice").
     static constexpr int kUnrollUnmasked = !kSkip && !Tile::kFp8 && Tile::kDim <= 128 ? 2 : 1;
     __device__ void run(float (&o)[kDimO / 2], OnlineSoftmax<2>& softmax) const {
         Barrier::wait(&pipe.qFull[qBuf], qPhase);
