@@ -1009,10 +1009,13 @@ struct ConsumerSm90 {
     }
 
     // The unmasked run's steps, unrolled twice in the 16-bit kernels of head dims up to 128
-    // without skip-softmax: each copy keeps its own stage's descriptors in registers. The other
-    // kernels have no registers to spare for that and would spill (perf-history, "The unmasked
-    // run unrolled twice").
-    static constexpr int kUnrollUnmasked = !kSkip && !Tile::kFp8 && Tile::kDim <= 128 ? 2 : 1;
+    // without skip-softmax whose CTA runs one tile of two or three consumer warpgroups: each
+    // copy keeps its own stage's descriptors in registers. The other kernels have no registers
+    // to spare for that and would spill; the one-warpgroup tiles (several CTAs an SM) and the
+    // persistent kernel on short sequences measured slower with it (perf-history, "The
+    // unmasked run unrolled twice").
+    static constexpr int kUnrollUnmasked =
+        !kSkip && !Tile::kFp8 && Tile::kDim <= 128 && !Tile::kPersistent && Tile::kNConsumerWarpGroups > 1 ? 2 : 1;
     __device__ void run(float (&o)[kDimO / 2], OnlineSoftmax<2>& softmax) const {
         Barrier::wait(&pipe.qFull[qBuf], qPhase);
         cutlass::arch::fence_view_async_shared();
