@@ -1016,6 +1016,14 @@ struct ConsumerSm90 {
     // unmasked run unrolled twice").
     static constexpr int kUnrollUnmasked =
         !kSkip && !Tile::kFp8 && Tile::kDim <= 128 && !Tile::kPersistent && Tile::kNConsumerWarpGroups > 1 ? 2 : 1;
+    // FMHA_SM90_PERSIST_UNROLL_MIN (measurement, 0: off): the persistent 16-bit kernels of head
+    // dims up to 128 without skip-softmax run the unmasked run unrolled twice where it holds at
+    // least this many steps, once otherwise (unrolled throughout, their 512-key rows ran slower).
+#ifndef FMHA_SM90_PERSIST_UNROLL_MIN
+#define FMHA_SM90_PERSIST_UNROLL_MIN 0
+#endif
+    static constexpr int kUnrollMinRun =
+        !kSkip && !Tile::kFp8 && Tile::kDim <= 128 && Tile::kPersistent ? FMHA_SM90_PERSIST_UNROLL_MIN : 0;
     __device__ void run(float (&o)[kDimO / 2], OnlineSoftmax<2>& softmax) const {
         Barrier::wait(&pipe.qFull[qBuf], qPhase);
         cutlass::arch::fence_view_async_shared();
@@ -1072,8 +1080,18 @@ struct ConsumerSm90 {
         };
 #pragma unroll 1
         for (; i < firstUnmasked; ++i) visit(std::true_type{});
+        if constexpr (kUnrollMinRun > 0) {
+            if (endUnmasked - i >= kUnrollMinRun) {
+#pragma unroll 2
+                for (; i < endUnmasked; ++i) visit(std::false_type{});
+            } else {
+#pragma unroll 1
+                for (; i < endUnmasked; ++i) visit(std::false_type{});
+            }
+        } else {
 #pragma unroll kUnrollUnmasked
-        for (; i < endUnmasked; ++i) visit(std::false_type{});
+            for (; i < endUnmasked; ++i) visit(std::false_type{});
+        }
 #pragma unroll 1
         for (; i < nTiles; ++i) visit(std::true_type{});
         // Every Q.K^T of the row tile is done: a persistent CTA's producer may load the next Q.
