@@ -28,18 +28,20 @@
 
 namespace fmha::sm90 {
 
-// The tile configuration of an instance: by head dim, element size, tile shape and skip-softmax
-// (FP8 skip tiles of 128 keys stage deeper: TileSm90::kStages). Instance head dims 72, 80 and
+// The tile configuration of an instance: by head dim, element size, KV addressing, tile shape and
+// skip-softmax (FP8 skip tiles of 128 keys stage deeper: TileSm90::kStages; 16-bit D=128 skip
+// tiles over contiguous KV take 176 keys: TileSm90::kWideSkip). Instance head dims 72, 80 and
 // 96: the D=128 tiles whose Q.K^T reads the head's columns rounded up to whole k-steps
 // (TileSm90::kQKBytes), and FP8 D=72's 72-byte rows (TileSm90::kRows8).
 template <int kHeadDim>
 inline constexpr bool kPaddedDim = kHeadDim > 64 && kHeadDim < 128;
 template <ElementKind kElem>
 inline constexpr int kElemBytesOf = ElemTraits<typename ElemOf<kElem>::type>::kBytes;
-template <ElementKind kElem, int kHeadDim, TileShape kShape = TileShape::kDefault, bool kSkip = false>
+template <ElementKind kElem, int kHeadDim, KvAddressing kKv, TileShape kShape = TileShape::kDefault, bool kSkip = false>
 using TileOf = TileSm90<kPaddedDim<kHeadDim> ? 128 : kHeadDim, kElemBytesOf<kElem>, kShape,
                         kElem == ElementKind::kFp8 && kHeadDim == 72,
-                        kPaddedDim<kHeadDim> ? (kHeadDim * kElemBytesOf<kElem> + 31) / 32 * 32 : 0, kSkip>;
+                        kPaddedDim<kHeadDim> ? (kHeadDim * kElemBytesOf<kElem> + 31) / 32 * 32 : 0, kSkip,
+                        kKv == KvAddressing::kStrided>;
 
 // f(std::integral_constant<int, I>) for each I of the sequence, in order.
 template <class F, int... kI>
@@ -202,10 +204,10 @@ __device__ inline void combineIfLast(FmhaParams const& p, int cwarp, int lane, i
 // launched where a test or the benchmark asks for the counts (detail::setSkipStats), so that
 // the kernel every other call runs carries no counting.
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape, bool kStats = false>
-__global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape, kSkip>::kNThreads, TileOf<kElem, kHeadDim, kShape, kSkip>::kMinBlocks)
+__global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kKv, kShape, kSkip>::kNThreads, TileOf<kElem, kHeadDim, kKv, kShape, kSkip>::kMinBlocks)
     fwdKernelSm90(FmhaParams const p, __grid_constant__ TmaDescs const tma) {
     using Elem = typename ElemOf<kElem>::type;
-    using Tile = TileOf<kElem, kHeadDim, kShape, kSkip>;
+    using Tile = TileOf<kElem, kHeadDim, kKv, kShape, kSkip>;
     using ET = ElemTraits<Elem>;
     using Out = typename ET::Out;
     constexpr int kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN;
@@ -369,11 +371,11 @@ __global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape, kSkip>::kNThre
 // in shared memory of its own, each warp its 16 rows, and leaves by one TMA store a warp
 // (storeWarpRowsTma), which the warp waits for only before its next tile's staging.
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
-__global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kShape, kSkip>::kNThreads, 1)
+__global__ void __launch_bounds__(TileOf<kElem, kHeadDim, kKv, kShape, kSkip>::kNThreads, 1)
     fwdKernelSm90Persistent(FmhaParams const p, __grid_constant__ TmaDescs const tma,
                             __grid_constant__ PersistentTiles const tiles) {
     using Elem = typename ElemOf<kElem>::type;
-    using Tile = TileOf<kElem, kHeadDim, kShape, kSkip>;
+    using Tile = TileOf<kElem, kHeadDim, kKv, kShape, kSkip>;
     using ET = ElemTraits<Elem>;
     static_assert(Tile::kPersistent && !kSkip, "the persistent instances");
     constexpr int kBlockM = Tile::kBlockM;

@@ -16,7 +16,7 @@ namespace fmha::sm90 {
 // instance's counting variant (fwdKernelSm90).
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape, bool kStats = false>
 constexpr auto kernelOf() {
-    if constexpr (TileOf<kElem, kHeadDim, kShape, kSkip>::kPersistent)
+    if constexpr (TileOf<kElem, kHeadDim, kKv, kShape, kSkip>::kPersistent)
         return &fwdKernelSm90Persistent<kElem, kHeadDim, kKv, kSkip, kShape>;
     else
         return &fwdKernelSm90<kElem, kHeadDim, kKv, kSkip, kShape, kStats>;
@@ -24,7 +24,7 @@ constexpr auto kernelOf() {
 
 // The kernels of an instance: its own and, for skip-softmax, the counting variant.
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
-constexpr int kKernelsOf = kSkip && !TileOf<kElem, kHeadDim, kShape, kSkip>::kPersistent ? 2 : 1;
+constexpr int kKernelsOf = kSkip && !TileOf<kElem, kHeadDim, kKv, kShape, kSkip>::kPersistent ? 2 : 1;
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 void const* kernelAt(int k) {
     if constexpr (kKernelsOf<kElem, kHeadDim, kKv, kSkip, kShape> == 2)
@@ -116,7 +116,7 @@ cudaError_t launchPersistent(void const* kernel, FmhaParams p, TmaDescs& tma, cu
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::launch(FmhaParams const& p, cudaStream_t stream) {
-    using Tile = TileOf<kElem, kHeadDim, kShape, kSkip>;
+    using Tile = TileOf<kElem, kHeadDim, kKv, kShape, kSkip>;
     TmaDescs tma;
     makeTmaDescs(p, Tile::kBlockM, Tile::kBlockN, Tile::kSwizzleBytes, &tma, Tile::kPersistent);
     // Skip-softmax: the counting variant where counters are set (tests, the benchmark's untimed run).
@@ -137,7 +137,7 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::launch(FmhaParams c
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::prepare() {
-    using Tile = TileOf<kElem, kHeadDim, kShape, kSkip>;
+    using Tile = TileOf<kElem, kHeadDim, kKv, kShape, kSkip>;
     constexpr int kKernels = kKernelsOf<kElem, kHeadDim, kKv, kSkip, kShape>;
     cudaError_t err = cudaSuccess;
     for (int k = 0; k < kKernels && err == cudaSuccess; ++k) {
@@ -170,17 +170,17 @@ cudaError_t KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::probe() {
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 int KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::smemBytes() {
-    return TileOf<kElem, kHeadDim, kShape, kSkip>::kSmemBytes;
+    return TileOf<kElem, kHeadDim, kKv, kShape, kSkip>::kSmemBytes;
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 int KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::blockM() {
-    return TileOf<kElem, kHeadDim, kShape, kSkip>::kBlockM;
+    return TileOf<kElem, kHeadDim, kKv, kShape, kSkip>::kBlockM;
 }
 
 template <ElementKind kElem, int kHeadDim, KvAddressing kKv, bool kSkip, TileShape kShape>
 int KernelSm90<kElem, kHeadDim, kKv, kSkip, kShape>::blockN() {
-    return TileOf<kElem, kHeadDim, kShape, kSkip>::kBlockN;
+    return TileOf<kElem, kHeadDim, kKv, kShape, kSkip>::kBlockN;
 }
 
 }  // namespace fmha::sm90

@@ -65,11 +65,13 @@ FMHA_GMMA_OPS(__half, F16, 64)
 FMHA_GMMA_OPS(__half, F16, 80)
 FMHA_GMMA_OPS(__half, F16, 96)
 FMHA_GMMA_OPS(__half, F16, 128)
+FMHA_GMMA_OPS(__half, F16, 176)
 FMHA_GMMA_OPS(__half, F16, 256)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 64)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 80)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 96)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 128)
+FMHA_GMMA_OPS(__nv_bfloat16, BF16, 176)
 FMHA_GMMA_OPS(__nv_bfloat16, BF16, 256)
 #undef FMHA_GMMA_OPS
 // FP8 E4M3: both operands K-major (TN), 32 keys or head-dim columns a k-step.

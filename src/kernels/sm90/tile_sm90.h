@@ -12,9 +12,10 @@ namespace fmha::sm90 {
 // gathers them by 8-byte pieces or reads TMA's row views (produceTiles). kQKBytes_ (D=128 tiles
 // of head dims 72-96): the bytes of a row Q.K^T reads, a multiple of its 32-byte k-steps (0:
 // the whole row); the columns past the head dim are zeros there. kSkip_: the tiles of a
-// skip-softmax instance (kStages, kTransposeLag).
+// skip-softmax instance (kBlockN, kStages, kTransposeLag); kStridedKv_: of an instance over
+// contiguous KV (kBlockN).
 template <int kHeadDim, int kElemBytes = 2, TileShape kShape = TileShape::kDefault, bool kRows8_ = false,
-          int kQKBytes_ = 0, bool kSkip_ = false>
+          int kQKBytes_ = 0, bool kSkip_ = false, bool kStridedKv_ = false>
 struct TileSm90 {
     static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "native wgmma head dims");
     static_assert(kElemBytes == 2 || kElemBytes == 1, "16-bit or FP8 elements");
@@ -68,8 +69,18 @@ struct TileSm90 {
     // (bench/results/2026-12-03_levers_ab.txt).
     // One consumer warpgroup: 64-key tiles, so that Q and the stages fit two CTAs an SM at
     // D=128 and three at D=64 (whose S takes 32 registers a thread instead of 64).
+    // Skip-softmax at 16-bit D=128 over contiguous KV: 176 keys (S 88 + O 64 + P 44 registers;
+    // Q 32 KB and two 88 KB stages, 208 KB). A skipped step is a Q.K^T and the drop test, whose
+    // fixed cost a wider tile spreads over more keys: against 128 keys on the 16k causal skip
+    // sweep (H100), 1.1-2.2% faster where 70-89% of the tiles are skipped and 0.8-1.7% with
+    // nothing qualifying (bench/results/2026-12-07_4054cb0_skip-keys_c62.txt). The dense tiles
+    // keep 128 keys (with the unroll, which 176 keys leave no registers for); paged KV keeps
+    // 128, whose pages a 176-key tile would load in boxes of 16 rows.
+    static constexpr bool kWideSkip = kSkip_ && kStridedKv_ && kElemBytes == 2 && kHeadDim == 128 &&
+                                      kShape == TileShape::kDefault;
     static constexpr int kBlockN = kShape == TileShape::kWideKeys ? (kHeadDim == 64 ? 256 : kHeadDim == 256 ? 80 : 192)
                                    : kNConsumerWarpGroups == 1   ? 64
+                                   : kWideSkip                   ? 176
                                    : kHeadDim <= 128             ? 128
                                                                  : 64;
     // FP8 transposes V in 64-key blocks; 16-bit P.V reads V's rows 16 keys a k-step.
