@@ -99,6 +99,9 @@ std::vector<Command> const& commands() {
           {"skip-factors", true,
            "with --skip-sweep: the factors S to time, comma-separated (default "
            "1e-30,1,2,4,8,16,64,256,1024,4096)"},
+          {"page-size", true,
+           "with --skip-sweep: the problems over a paged KV cache with pages of N tokens (a power of two, 16-256; "
+           "default: contiguous KV)"},
           {"splits", true, "split-KV parts (FmhaRunner::setSplitKv): 0 automatic (default), 1 never, 2..64 forced"},
           {"row", true, "time one row of the sweep, by index"},
           {"seq", true,
@@ -493,12 +496,14 @@ double kvBytes(ProblemSpec const& s) {
     return keys * s.numKVHeads * s.headDim * 2 * (s.dtype == DataType::kFP8 ? 1 : 2);
 }
 
-// One structured problem of skipSweep (structuredPrev = prev, structuredSegment = segment):
-// its rows appended to json; returns the failed runs.
-int skipSweepOne(DataType dtype, float prev, int segment, std::vector<float> const& factors, int iters, int launches,
-                 std::string const& commit, std::ostringstream& json, bool& first) {
+// One structured problem of skipSweep (structuredPrev = prev, structuredSegment = segment;
+// pageSize > 0: over a paged KV cache with pages of that many tokens): its rows appended to
+// json; returns the failed runs.
+int skipSweepOne(DataType dtype, float prev, int segment, int pageSize, std::vector<float> const& factors, int iters,
+                 int launches, std::string const& commit, std::ostringstream& json, bool& first) {
     ProblemSpec s;
-    s.mode = Mode::kLlm;
+    s.mode = pageSize > 0 ? Mode::kPaged : Mode::kLlm;
+    if (pageSize > 0) s.pageSize = pageSize;
     s.dtype = dtype;
     s.numQHeads = 32;
     s.numKVHeads = 8;
@@ -584,11 +589,12 @@ int skipSweepOne(DataType dtype, float prev, int segment, std::vector<float> con
 }
 
 // Skip-softmax on a 16k causal prefill (32/8 heads, D=128, FP16, BF16 or FP8) whose scores have an LLM's
-// structure (harness::makeProblem's structured inputs): the dense run, then each factor S with
+// structure (harness::makeProblem's structured inputs), over contiguous KV or (pageSize > 0) a paged
+// cache: the dense run, then each factor S with
 // the kernel's skip counters read in an untimed run (Hopper family; "-" elsewhere), the time,
 // and the output's error against the dense output.
-int skipSweep(DataType dtype, std::vector<float> const& factors, int iters, int launches, std::string const& commit,
-              std::ofstream* jsonOut) {
+int skipSweep(DataType dtype, int pageSize, std::vector<float> const& factors, int iters, int launches,
+              std::string const& commit, std::ofstream* jsonOut) {
     std::ostringstream json;
     json << "[\n";
     int failures = 0;
@@ -598,7 +604,7 @@ int skipSweep(DataType dtype, std::vector<float> const& factors, int iters, int 
     // with segments of 1280 and 1536 keys: sparsities of about 89%, 79%, 76% and 74% at small S.
     for (auto [prev, segment] :
          {std::pair{0.35F, 1024}, std::pair{0.55F, 1024}, std::pair{0.55F, 1280}, std::pair{0.55F, 1536}})
-        failures += skipSweepOne(dtype, prev, segment, factors, iters, launches, commit, json, first);
+        failures += skipSweepOne(dtype, prev, segment, pageSize, factors, iters, launches, commit, json, first);
     json << "\n]\n";
     if (jsonOut != nullptr) {
         *jsonOut << json.str();
@@ -639,8 +645,8 @@ int cmdBench(Flags& f) {
             return 2;
         }
     }
-    if (f.has("skip-factors") && !f.has("skip-sweep")) {
-        std::fprintf(stderr, "fmha bench: --skip-factors goes with --skip-sweep\n");
+    if ((f.has("skip-factors") || f.has("page-size")) && !f.has("skip-sweep")) {
+        std::fprintf(stderr, "fmha bench: --skip-factors and --page-size go with --skip-sweep\n");
         return 2;
     }
     if (f.has("skip-sweep")) {
@@ -655,7 +661,13 @@ int cmdBench(Flags& f) {
             }
             factors.push_back(v);
         }
-        return skipSweep(dtype, factors, iters, launches, commit, jsonPath.empty() ? nullptr : &jsonOut);
+        int const pageSize = f.integer("page-size", 0);
+        bool const pageOk = pageSize >= 16 && pageSize <= 256 && (pageSize & (pageSize - 1)) == 0;
+        if (!f.errors.empty() || (f.has("page-size") && !pageOk)) {
+            std::fprintf(stderr, "fmha bench: --page-size takes a power of two from 16 to 256\n");
+            return 2;
+        }
+        return skipSweep(dtype, pageSize, factors, iters, launches, commit, jsonPath.empty() ? nullptr : &jsonOut);
     }
     bool const quick = f.has("quick"), decode = f.has("decode");
     int const splits = f.integer("splits", 0);
