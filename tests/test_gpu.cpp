@@ -125,9 +125,9 @@ std::vector<std::pair<Mode, DataType>> skipDtypeCases() {
 }
 
 // A test budget of shared memory (FMHA_SMEM_BUDGET) below the card's: tiles that do not fit it
-// are not chosen. The Hopper family's FP8 skip tiles (four stages) may not fit where its dense
-// ones (three) do; the skip call then runs in the portable family, and the dense run it is
-// compared with goes there too.
+// are not chosen. The Hopper family's FP8 skip tiles (four stages) and 16-bit skip tiles over
+// contiguous KV (176 keys) may not fit where its dense ones do; the skip call then runs in the
+// portable family, and the dense run it is compared with goes there too.
 bool cappedSmem() { return detail::smemBudget(227 * 1024) < 227 * 1024; }
 
 // A factor so small that no tile can qualify runs the skip path but must not move a bit: its
