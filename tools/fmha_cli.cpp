@@ -590,9 +590,8 @@ int skipSweepOne(DataType dtype, float prev, int segment, int pageSize, std::vec
 
 // Skip-softmax on a 16k causal prefill (32/8 heads, D=128, FP16, BF16 or FP8) whose scores have an LLM's
 // structure (harness::makeProblem's structured inputs), over contiguous KV or (pageSize > 0) a paged
-// cache: the dense run, then each factor S with
-// the kernel's skip counters read in an untimed run (Hopper family; "-" elsewhere), the time,
-// and the output's error against the dense output.
+// cache: the dense run, then each factor S with the kernel's skip counters read in an untimed run
+// (Hopper family; "-" elsewhere), the time, and the output's error against the dense output.
 int skipSweep(DataType dtype, int pageSize, std::vector<float> const& factors, int iters, int launches,
               std::string const& commit, std::ofstream* jsonOut) {
     std::ostringstream json;
