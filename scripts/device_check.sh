@@ -8,6 +8,9 @@
 # (FMHA_SMEM_BUDGET), so that their kernel configurations run here. fuzz: FUZZ_CASES (default
 # 20000) cases of `fmha fuzz` in 8 parallel shards, valid and malformed metadata, then
 # FUZZ_CAP_CASES (default 2000) under each capped budget. fuzz-memcheck: FUZZ_MEMCHECK_CASES (default 500) under memcheck.
+# memcheck, memcheck-portable: the whole GPU suite under memcheck in MEMCHECK_SHARDS (default 8)
+# gtest shards run at once (one process took longer than a call; six shards ran 298 tests in 270 s on
+# an H100); a shard that does not finish within STEP_LIMIT fails the step.
 # decode: `fmha bench --decode` (automatic split-KV) and, where the fa3-fwd wheel is at
 # FA3_WHEEL (default devbin/whl/fa3_fwd-0.0.3-*.whl), bench/decode_peers.py with FA3 and cuDNN.
 # python: the wheel in PY_WHEEL (default devbin/wheel, from `pip wheel . -w devbin/wheel`) installed
@@ -43,6 +46,26 @@ sanitize() {
   t compute-sanitizer --tool "$1" --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 --gtest_filter="$3:-*DeathTest*:ErrorPaths.*" \
     > "$out/$2.log" 2>&1 || status=1
   grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/$2.log" | tail -5
+}
+# memcheckShards LOG [ENV=VALUE...]: the GPU suite under memcheck in $MEMCHECK_SHARDS gtest shards at
+# once (LOG_0.log ...), the deliberate-error tests left out; each shard's summary printed.
+memcheckShards() {
+  local log=$1 n=${MEMCHECK_SHARDS:-8} s
+  shift
+  for s in $(seq 0 $((n - 1))); do
+    env "$@" GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$s timeout -k 5 "$limit" compute-sanitizer --tool memcheck \
+      --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 --gtest_filter='-*DeathTest*:ErrorPaths.*' \
+      > "$out/${log}_$s.log" 2>&1 &
+  done
+  wait
+  for s in $(seq 0 $((n - 1))); do
+    echo "-- shard $s of $n"
+    grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/${log}_$s.log" | tail -3
+    if ! grep -q "ERROR SUMMARY: 0 errors" "$out/${log}_$s.log" || grep -q "FAILED" "$out/${log}_$s.log"; then
+      echo "shard $s: errors, failures, or not finished within ${limit} s"
+      status=1
+    fi
+  done
 }
 # At most 8 files come back: the benchmark artefacts stay, every log goes into one archive,
 # after each step (a call cut short still returns what finished).
@@ -125,16 +148,12 @@ for what in "$@"; do
       rm -f "$out/sass.txt"
       ;;
     memcheck)
-      step "compute-sanitizer memcheck, whole GPU suite"
-      t compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 \
-        --gtest_filter='-*DeathTest*:ErrorPaths.*' > "$out/memcheck.log" 2>&1 || status=1
-      grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/memcheck.log" | tail -5
+      step "compute-sanitizer memcheck, whole GPU suite, ${MEMCHECK_SHARDS:-8} shards at once"
+      memcheckShards memcheck
       ;;
     memcheck-portable)
-      step "compute-sanitizer memcheck, whole GPU suite, portable family"
-      FMHA_KERNEL_FAMILY=portable t compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/fmha_gpu_tests" \
-        --gtest_brief=1 --gtest_filter='-*DeathTest*:ErrorPaths.*' > "$out/memcheck_portable.log" 2>&1 || status=1
-      grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)|tests ran" "$out/memcheck_portable.log" | tail -5
+      step "compute-sanitizer memcheck, whole GPU suite, portable family, ${MEMCHECK_SHARDS:-8} shards at once"
+      memcheckShards memcheck_portable FMHA_KERNEL_FAMILY=portable
       ;;
     racecheck)
       step "compute-sanitizer racecheck, subset"
