@@ -53,7 +53,7 @@ memcheckShards() {
   local log=$1 n=${MEMCHECK_SHARDS:-8} s
   shift
   for s in $(seq 0 $((n - 1))); do
-    env "$@" GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$s timeout -k 5 "$limit" compute-sanitizer --tool memcheck \
+    t env "$@" GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$s compute-sanitizer --tool memcheck \
       --error-exitcode 9 "$bin/fmha_gpu_tests" --gtest_brief=1 --gtest_filter='-*DeathTest*:ErrorPaths.*' \
       > "$out/${log}_$s.log" 2>&1 &
   done
