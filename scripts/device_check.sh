@@ -2,7 +2,7 @@
 # Runs on the GPU machine over binaries built elsewhere: GPU tests, compute-sanitizer,
 # `fmha run`, and the benchmark with the cuDNN/FA2 comparison. Logs go to $OUT (or ./out).
 # usage: device_check.sh BIN_DIR [tests] [capped] [fuzz] [fuzz-memcheck] [sass] [memcheck] [memcheck-portable]
-#                          [racecheck] [synccheck] [racecheck-portable] [run] [bench|quickbench] [portbench] [decode] [ncu]
+#                          [racecheck] [synccheck] [racecheck-portable] [run] [bench|quickbench] [portbench] [decode] [splits] [ncu]
 #                          [python] [tables]
 # capped: the GPU suite under the shared-memory budgets of the 99 KB and 163 KB GPU classes
 # (FMHA_SMEM_BUDGET), so that their kernel configurations run here. fuzz: FUZZ_CASES (default
@@ -13,6 +13,7 @@
 # an H100); a shard that does not finish within STEP_LIMIT fails the step.
 # decode: `fmha bench --decode` (automatic split-KV) and, where the fa3-fwd wheel is at
 # FA3_WHEEL (default devbin/whl/fa3_fwd-0.0.3-*.whl), bench/decode_peers.py with FA3 and cuDNN.
+# splits: decode rows SPLIT_ROWS at forced split-KV part counts SPLIT_COUNTS (0: the heuristic's).
 # python: the wheel in PY_WHEEL (default devbin/wheel, from `pip wheel . -w devbin/wheel`) installed
 # into a folder on PYTHONPATH beside the machine's PyTorch (with the pytest wheels there too,
 # where the machine has no pytest), then python/tests and examples/python_example.py against
@@ -202,6 +203,17 @@ for what in "$@"; do
         echo "no fa3-fwd wheel at ${FA3_WHEEL:-devbin/whl}: ours only"
         cp "$out/decode_ours.json" "$out/decode.json"
       fi
+      ;;
+    splits)
+      # Forced split-KV part counts against the heuristic's (0) on decode rows, one process a
+      # count: rows SPLIT_ROWS (default 3 4 6 1: 8 x 32k, 32 x 8k, one sequence of 32k and 128k).
+      step "decode rows with forced split-KV part counts"
+      for r in ${SPLIT_ROWS:-3 4 6 1}; do
+        for n in ${SPLIT_COUNTS:-0 1 2 3 4 6 8 12 16 24 32 48 64}; do
+          echo "row $r splits $n | $(t "$bin/fmha" bench --decode --row "$r" --splits "$n" $launches 2>&1 | tail -1)"
+        done
+      done | tee "$out/splits.log"
+      grep -qE "error|\| *$" "$out/splits.log" && status=1  # a failed run, or none printed (the limit)
       ;;
     ncu)
       step "ncu: one launch per profiled row"
