@@ -2,7 +2,7 @@
 # Runs on the GPU machine over binaries built elsewhere: GPU tests, compute-sanitizer,
 # `fmha run`, and the benchmark with the cuDNN/FA2 comparison. Logs go to $OUT (or ./out).
 # usage: device_check.sh BIN_DIR [tests] [capped] [fuzz] [fuzz-memcheck] [sass] [memcheck] [memcheck-portable]
-#                          [racecheck] [synccheck] [racecheck-portable] [run] [bench|quickbench] [portbench] [decode] [splits] [ncu]
+#                          [racecheck] [synccheck] [racecheck-portable] [run] [bench|quickbench] [portbench] [decode] [splits] [skip] [ncu]
 #                          [python] [tables]
 # capped: the GPU suite under the shared-memory budgets of the 99 KB and 163 KB GPU classes
 # (FMHA_SMEM_BUDGET), so that their kernel configurations run here. fuzz: FUZZ_CASES (default
@@ -14,6 +14,7 @@
 # decode: `fmha bench --decode` (automatic split-KV) and, where the fa3-fwd wheel is at
 # FA3_WHEEL (default devbin/whl/fa3_fwd-0.0.3-*.whl), bench/decode_peers.py with FA3 and cuDNN.
 # splits: decode rows SPLIT_ROWS at forced split-KV part counts SPLIT_COUNTS (0: the heuristic's).
+# skip: the skip-softmax sweeps in SKIP_DTYPES at SKIP_FACTORS, JSON and PERF's table rows.
 # python: the wheel in PY_WHEEL (default devbin/wheel, from `pip wheel . -w devbin/wheel`) installed
 # into a folder on PYTHONPATH beside the machine's PyTorch (with the pytest wheels there too,
 # where the machine has no pytest), then python/tests and examples/python_example.py against
@@ -203,6 +204,16 @@ for what in "$@"; do
         echo "no fa3-fwd wheel at ${FA3_WHEEL:-devbin/whl}: ours only"
         cp "$out/decode_ours.json" "$out/decode.json"
       fi
+      ;;
+    skip)
+      # The skip-softmax sweeps (fmha bench --skip-sweep) in SKIP_DTYPES (default fp16 bf16 fp8),
+      # factors SKIP_FACTORS (default the sweep's own), each as JSON and as PERF's table rows.
+      for dt in ${SKIP_DTYPES:-fp16 bf16 fp8}; do
+        step "skip-softmax sweep, $dt"
+        t "$bin/fmha" bench --skip-sweep --dtype "$dt" ${SKIP_FACTORS:+--skip-factors "$SKIP_FACTORS"} $launches \
+          --commit "$commit" --json "$out/skip_$dt.json" > "$out/skip_$dt.log" 2>&1 || status=1
+        python3 bench/skip_table.py "$out/skip_$dt.json" 2>&1 | tee "$out/skip_$dt.md" || status=1
+      done
       ;;
     splits)
       # Forced split-KV part counts against the heuristic's (0) on decode rows, one process a
