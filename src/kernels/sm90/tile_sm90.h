@@ -179,9 +179,9 @@ struct TileSm90 {
     // one-warpgroup tiles (below), in the 256-key tiles (272 bytes; 16 columns spilled 604)
     // and at D=128 (and 72, whose O has 128 columns): two chunks of 64 spill 32-152 bytes
     // there but ran the D=128 rows 4-7% faster than four of 32, which spill none (H100,
-    // bench/results/2026-12-06_e1540d8_fp8-d128-chunks_ab.txt); in the FP8 D=128 skip kernels,
-    // which spill 104 bytes with two of 64, four of 32 spill none but ran 0.94x (one at a time)
-    // and 0.97x (two in flight) with nothing skipped (H100,
+    // bench/results/2026-12-06_e1540d8_fp8-d128-chunks_ab.txt); in the FP8 D=128 skip kernel
+    // over contiguous KV, which spills 104 bytes with two of 64, four of 32 spill none but ran
+    // 0.94x (one at a time) and 0.97x (two in flight) with nothing skipped (H100,
     // bench/results/2026-12-07_8390297_fp8-skip-chunks32_c73.txt). At D=256 four chunks of 64
     // with kPromoteEarly (52-148 bytes of spills) ran the contiguous rows 2-4% and paged 8% faster
     // than eight of 32 two in flight (kPromotePipe), the skip kernels even (H100,
