@@ -217,7 +217,8 @@ for what in "$@"; do
         step "skip-softmax sweep, $dt"
         t "$bin/fmha" bench --skip-sweep --dtype "$dt" ${SKIP_FACTORS:+--skip-factors "$SKIP_FACTORS"} $launches \
           --commit "$commit" --json "$out/skip_$dt.json" > "$out/skip_$dt.log" 2>&1 || status=1
-        python3 bench/skip_table.py "$out/skip_$dt.json" 2>&1 | tee "$out/skip_$dt.md" || status=1
+        python3 bench/skip_table.py "$out/skip_$dt.json" > "$out/skip_$dt.md" 2>&1 || status=1
+        cat "$out/skip_$dt.md"
       done
       ;;
     splits)
