@@ -11,7 +11,10 @@ a bottom-right causal mask allows every key, and for up to 8 it excludes at most
 sequence (SDPA's is_causal is top-left aligned, not the same mask).
 
 usage: decode_peers.py FA3_DIR OURS.json OUT.json [--md OUT.md] [--only fa3|cudnn] [--rows I,J]
-                       [--rounds N --fmha BIN [--splits N]]
+                       [--rounds N --fmha BIN [--splits N]] [--fa3-splits N]
+
+--fa3-splits N (N > 0) forces FA3's num_splits instead of its heuristic, so that a sweep of N finds
+the most the peer's kernel reaches on a row (each row records the count as fa3_num_splits).
 
 With --rounds N (N > 1) each row is timed N times, ours (a fresh `BIN bench --decode --row I`
 process, `--splits N` passed on where OURS.json was made with it) and each peer in turn, and the
@@ -25,8 +28,9 @@ import statistics
 import sys
 
 
-def peers(row, fa3, iters, only=None):
-    """The peers' times of one row (only: "fa3" or "cudnn" times that peer alone)."""
+def peers(row, fa3, iters, only=None, fa3_splits=0):
+    """The peers' times of one row (only: "fa3" or "cudnn" times that peer alone; fa3_splits > 0:
+    FA3's num_splits forced)."""
     b, h, hk, lq, lk, d = row["batch"], row["heads"], row["kv_heads"], row["lq"], row["lk"], row["head_dim"]
     launches = row.get("launches", 10)
 
@@ -35,7 +39,7 @@ def peers(row, fa3, iters, only=None):
         k = torch.randn(b, lk, hk, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn(b, lk, hk, d, device="cuda", dtype=torch.bfloat16)
         lens = torch.full((b,), lk, device="cuda", dtype=torch.int32)
-        fn = lambda: fa3.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, causal=True, num_splits=0)
+        fn = lambda: fa3.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, causal=True, num_splits=fa3_splits)
         return time_ms(fn, iters, launches)
 
     def cudnn_ms():
@@ -68,7 +72,7 @@ def with_rounds(row, fa3, a, rerun_row):
     for _ in range(a.rounds):
         again = rerun_row(a.fmha, row, a.iters, extra)
         series["ours"].append(again.get("ours_ms") if again else None)
-        got = peers(row, fa3, a.iters, a.only)
+        got = peers(row, fa3, a.iters, a.only, a.fa3_splits)
         for k in keys[1:]:
             series[k].append(got.get(f"{k}_ms"))
             if f"{k}_error" in got:
@@ -125,11 +129,14 @@ if __name__ == "__main__":
     ap.add_argument("--rounds", type=int, default=1, help="time every row N times, ours and the peers in turn")
     ap.add_argument("--fmha", help="the fmha binary that wrote OURS.json (needed with --rounds)")
     ap.add_argument("--splits", type=int, help="with --rounds: the --splits OURS.json was made with")
+    ap.add_argument("--fa3-splits", type=int, default=0, help="FA3's num_splits (default 0: its heuristic)")
     a = ap.parse_args()
     if a.rounds < 1:
         ap.error("--rounds needs a positive count")
     if a.rounds > 1 and not a.fmha:
         ap.error("--rounds needs --fmha")
+    if a.fa3_splits < 0:
+        ap.error("--fa3-splits takes 0 (FA3's heuristic) or a count")
     if a.splits is not None and a.rounds == 1:
         ap.error("--splits goes with --rounds (the reruns' part count)")
     sys.path.insert(0, a.fa3_dir)
@@ -144,10 +151,11 @@ if __name__ == "__main__":
     if a.rows is not None:
         rows = [r for r in rows if r["row"] in a.rows]
     for r in rows:  # ours_tbps: fmha bench's, from the same kv_bytes the peers divide
+        r["fa3_num_splits"] = a.fa3_splits
         if a.rounds > 1:
             with_rounds(r, fa3, a, rerun_row)
         else:
-            r.update(peers(r, fa3, a.iters, a.only))
+            r.update(peers(r, fa3, a.iters, a.only, a.fa3_splits))
         print(r["row"], r["batch"], r["lk"], r["lq"], f"{r['heads']}/{r['kv_heads']}", r["page_size"],
               "ours", round(r.get("ours_tbps", 0), 2), "splits", r.get("splits"), "fa3", round(r.get("fa3_bf16_tbps", 0), 2),
               "cudnn", round(r.get("cudnn_tbps", 0), 2), r.get("fa3_bf16_error", ""), flush=True)

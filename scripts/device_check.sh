@@ -2,7 +2,7 @@
 # Runs on the GPU machine over binaries built elsewhere: GPU tests, compute-sanitizer,
 # `fmha run`, and the benchmark with the cuDNN/FA2 comparison. Logs go to $OUT (or ./out).
 # usage: device_check.sh BIN_DIR [tests] [capped] [fuzz] [fuzz-memcheck] [sass] [memcheck] [memcheck-portable]
-#                          [racecheck] [synccheck] [racecheck-portable] [run] [bench|quickbench] [portbench] [decode] [splits] [skip] [ncu]
+#                          [racecheck] [synccheck] [racecheck-portable] [run] [bench|quickbench] [portbench] [decode] [splits] [fa3-splits] [skip] [ncu] [ncu-decode]
 #                          [python] [tables]
 # capped: the GPU suite under the shared-memory budgets of the 99 KB and 163 KB GPU classes
 # (FMHA_SMEM_BUDGET), so that their kernel configurations run here. fuzz: FUZZ_CASES (default
@@ -14,6 +14,8 @@
 # decode: `fmha bench --decode` (automatic split-KV) and, where the fa3-fwd wheel is at
 # FA3_WHEEL (default devbin/whl/fa3_fwd-0.0.3-*.whl), bench/decode_peers.py with FA3 and cuDNN.
 # splits: decode rows SPLIT_ROWS at forced split-KV part counts SPLIT_COUNTS (0: the heuristic's).
+# fa3-splits: FA3 alone on decode rows FA3_SPLIT_ROWS at forced num_splits FA3_SPLIT_COUNTS.
+# ncu-decode: one launch of ours, FA3 and cuDNN on decode rows NCU_DECODE_ROWS, memory sections.
 # skip: the skip-softmax sweeps in SKIP_DTYPES at SKIP_FACTORS, JSON and PERF's table rows.
 # python: the wheel in PY_WHEEL (default devbin/wheel, from `pip wheel . -w devbin/wheel`) installed
 # into a folder on PYTHONPATH beside the machine's PyTorch (with the pytest wheels there too,
@@ -231,6 +233,58 @@ for what in "$@"; do
         done
       done | tee "$out/splits.log"
       grep -qE "error|\| *$" "$out/splits.log" && status=1  # a failed run, or none printed (the limit)
+      ;;
+    fa3-splits)
+      # FA3 alone at forced num_splits FA3_SPLIT_COUNTS (0: its heuristic) on decode rows
+      # FA3_SPLIT_ROWS (default 1 3 4 6: 1 x 128k, 8 x 32k, 32 x 8k, 1 x 32k): the most the peer's
+      # kernel reaches on each, beside what its heuristic picks.
+      step "FA3 decode at forced num_splits"
+      wheel=$(ls ${FA3_WHEEL:-devbin/whl/fa3_fwd-0.0.3-*.whl} 2>/dev/null | head -1)
+      if [ -z "$wheel" ]; then
+        echo "no fa3-fwd wheel at ${FA3_WHEEL:-devbin/whl}"; status=1
+      else
+        fa3=$(mktemp -d)
+        python3 -m zipfile -e "$wheel" "$fa3"
+        # The rows' shapes: the decode step's table where it ran before in this $OUT, else a sweep of ours.
+        rowsJson=$(mktemp --suffix .json)
+        if [ -f "$out/decode.json" ]; then
+          cp "$out/decode.json" "$rowsJson"
+        else
+          t "$bin/fmha" bench --decode $launches --commit "$commit" --json "$rowsJson" > "$out/fa3_splits_ours.log" 2>&1 || status=1
+        fi
+        rows=$(echo ${FA3_SPLIT_ROWS:-1 3 4 6} | tr ' ' ',')
+        for n in ${FA3_SPLIT_COUNTS:-0 1 2 3 4 8 12 16 24 32}; do
+          t python3 bench/decode_peers.py "$fa3" "$rowsJson" "$out/fa3_splits_$n.json" --only fa3 --rows "$rows" \
+            --fa3-splits "$n" 2>&1 | sed "s/^/num_splits $n | /" || status=1
+        done | tee "$out/fa3_splits.log"
+      fi
+      ;;
+    ncu-decode)
+      # One launch of ours on each decode row NCU_DECODE_ROWS (default 3 4 6), then two of FA3's and
+      # of cuDNN's kernels (a split's forward and combine) on the same rows (bench/decode_peers.py
+      # --only): DRAM throughput, L2 hit rates, occupancy and issue stalls beside each other.
+      step "ncu: decode rows, ours and the peers"
+      sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats"
+      for r in ${NCU_DECODE_ROWS:-3 4 6}; do
+        t ncu $sections -k regex:fwd --launch-skip 2 --launch-count 1 --import-source no \
+          "$bin/fmha" bench --decode --row "$r" --iters 3 > "$out/ncu_decode_$r.log" 2>&1 || status=1
+        wheel=$(ls ${FA3_WHEEL:-devbin/whl/fa3_fwd-0.0.3-*.whl} 2>/dev/null | head -1)
+        if [ -n "$wheel" ]; then
+          fa3=$(mktemp -d)
+          python3 -m zipfile -e "$wheel" "$fa3"
+          t "$bin/fmha" bench --decode --row "$r" --iters 3 --json "$out/ncu_row_$r.json" > /dev/null 2>&1
+          for peer in fa3 cudnn; do
+            t ncu $sections -k regex:"${NCU_PEER_KERNEL:-flash|cudnn|sdpa}" --launch-skip 2 --launch-count 2 --import-source no \
+              python3 bench/decode_peers.py "$fa3" "$out/ncu_row_$r.json" /dev/null --only $peer --iters 1 \
+              > "$out/ncu_decode_${r}_$peer.log" 2>&1 || status=1
+          done
+        fi
+        for f in "$out/ncu_decode_$r.log" "$out/ncu_decode_${r}"_*.log; do
+          [ -f "$f" ] || continue
+          echo "-- $(basename "$f")"
+          grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Memory Throughput|L2 Hit Rate|L1/TEX Hit|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|No Eligible|Stall" "$f" | head -30
+        done
+      done
       ;;
     ncu)
       step "ncu: one launch per profiled row"
