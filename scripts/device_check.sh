@@ -255,14 +255,16 @@ for what in "$@"; do
         rows=$(echo ${FA3_SPLIT_ROWS:-1 3 4 6} | tr ' ' ',')
         for n in ${FA3_SPLIT_COUNTS:-0 1 2 3 4 8 12 16 24 32}; do
           t python3 bench/decode_peers.py "$fa3" "$rowsJson" "$out/fa3_splits_$n.json" --only fa3 --rows "$rows" \
-            --fa3-splits "$n" 2>&1 | sed "s/^/num_splits $n | /" || status=1
-        done | tee "$out/fa3_splits.log"
+            --fa3-splits "$n" > "$out/fa3_splits_$n.log" 2>&1 || status=1
+          sed "s/^/num_splits $n | /" "$out/fa3_splits_$n.log" | tee -a "$out/fa3_splits.log"
+        done
       fi
       ;;
     ncu-decode)
       # One launch of ours on each decode row NCU_DECODE_ROWS (default 3 4 6), then two of FA3's and
       # of cuDNN's kernels (a split's forward and combine) on the same rows (bench/decode_peers.py
-      # --only): DRAM throughput, L2 hit rates, occupancy and issue stalls beside each other.
+      # --only; matched on their demangled names, template arguments included): DRAM throughput,
+      # L2 hit rates, occupancy and issue stalls beside each other.
       step "ncu: decode rows, ours and the peers"
       sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats"
       for r in ${NCU_DECODE_ROWS:-3 4 6}; do
@@ -274,7 +276,8 @@ for what in "$@"; do
           python3 -m zipfile -e "$wheel" "$fa3"
           t "$bin/fmha" bench --decode --row "$r" --iters 3 --json "$out/ncu_row_$r.json" > /dev/null 2>&1
           for peer in fa3 cudnn; do
-            t ncu $sections -k regex:"${NCU_PEER_KERNEL:-flash|cudnn|sdpa}" --launch-skip 2 --launch-count 2 --import-source no \
+            t ncu $sections --kernel-name-base demangled -k regex:"${NCU_PEER_KERNEL:-flash|cudnn|sdpa}" --launch-skip 2 \
+              --launch-count 2 --import-source no \
               python3 bench/decode_peers.py "$fa3" "$out/ncu_row_$r.json" /dev/null --only $peer --iters 1 \
               > "$out/ncu_decode_${r}_$peer.log" 2>&1 || status=1
           done
