@@ -285,7 +285,7 @@ for what in "$@"; do
         for f in "$out/ncu_decode_$r.log" "$out/ncu_decode_${r}"_*.log; do
           [ -f "$f" ] || continue
           echo "-- $(basename "$f")"
-          grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Memory Throughput|L2 Hit Rate|L1/TEX Hit|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|No Eligible|Stall" "$f" | head -30
+          grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Memory Throughput|L2 Hit Rate|L1/TEX Hit|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|No Eligible|Stall|stalled" "$f" | head -40
         done
       done
       ;;
