@@ -107,6 +107,9 @@ std::vector<Command> const& commands() {
           {"seq", true,
            "with --row of a non-decode sweep: every sequence's queries and keys set to N, the batch scaled so that "
            "the row keeps its tokens (at least one sequence)"},
+          {"dim", true,
+           "with --row of a non-decode sweep: the head dim set to N (the heads kept), e.g. 72 for a SigLIP-like "
+           "vision encoder"},
           {"json", true, "write the rows to this file"},
           {"iters", true, "timed samples a row (default 20)"},
           {"launches", true, "back-to-back launches a sample (default 10; 1: one launch, the host's gap included)"},
@@ -697,6 +700,14 @@ int cmdBench(Flags& f) {
         size_t const batch = static_cast<size_t>(std::max<int64_t>(1, tokens / seq));
         spec.lq.assign(batch, seq);
         spec.lk.assign(batch, seq);
+    }
+    if (f.has("dim")) {  // the row at another head dim, its heads kept
+        int const dim = f.integer("dim", 0);
+        if (!f.errors.empty() || dim < 1 || dim > 512 || !f.has("row") || decode) {
+            std::fprintf(stderr, "fmha bench: --dim needs --row of the prefill sweep and a head dim of 1-512\n");
+            return 2;
+        }
+        rows.front().spec.headDim = dim;
     }
     detail::DeviceInfo dev;
     detail::currentDevice(&dev);
