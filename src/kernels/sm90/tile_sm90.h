@@ -125,17 +125,21 @@ struct TileSm90 {
     // kLeanProducer (FMHA_SM90_FP8_LEAN_PRODUCER=1, for measurement): the FP8 tiles whose
     // consumers spill under the producer's 56 (the D=128 skip tiles, D=64's 256-key and
     // one-warpgroup tiles, D=256) give the producer 40 and its V transposes batches of two
-    // (kTransposeBatch), the consumers 8 registers more (232; one warpgroup 16 more, 120).
-    // ptxas's spills: D=128 skip 104 -> 40 bytes (paged 68 -> 44), 256-key 272 -> 28 (paged 272
-    // -> 48), D=256 52 -> 28 (skip 108 -> 8, paged skip 112 -> 20; paged dense 52 -> 56),
-    // one-warpgroup 20 -> 0, with none in the producer; at 32 the producers spill.
+    // (kTransposeBatch), the consumers 8 registers more (232; one warpgroup 16 more, 120); the
+    // 72-byte-row tiles (kRows8, not persistent) give it 56 instead of 72 (consumers 224).
+    // ptxas's spill stores: D=128 skip 104 -> 40 bytes (paged 68 -> 44), 256-key 272 -> 28 (paged
+    // 272 -> 48), D=256 52 -> 28 (skip 108 -> 8, paged skip 112 -> 20; paged dense 52 -> 56),
+    // one warpgroup 20 -> 0, 72-byte rows 96 -> 32 (paged 96 -> 44, skip 152 -> 84, paged skip
+    // 132 -> 92); no more than a few words in any producer (at 32, and the persistent 72-byte-row
+    // tiles at 56, the producers spill).
 #ifndef FMHA_SM90_FP8_LEAN_PRODUCER
 #define FMHA_SM90_FP8_LEAN_PRODUCER 0
 #endif
     static constexpr bool kLeanProducer =
-        FMHA_SM90_FP8_LEAN_PRODUCER != 0 && kFp8 && !kRows8 && !kPersistent &&
-        (kDeepSkipFp8 || kShape == TileShape::kWideKeys || kShape == TileShape::kOneWarpGroup || kHeadDim == 256);
-    static constexpr int kProducerRegs = kRows8                      ? 72
+        FMHA_SM90_FP8_LEAN_PRODUCER != 0 && kFp8 && !kPersistent &&
+        (kRows8 || kDeepSkipFp8 || kShape == TileShape::kWideKeys || kShape == TileShape::kOneWarpGroup ||
+         kHeadDim == 256);
+    static constexpr int kProducerRegs = kRows8                      ? (kLeanProducer ? 56 : 72)
                                          : kLeanProducer             ? 40
                                          : kFp8                      ? 56
                                          : kOneWgPaged               ? 40
@@ -146,7 +150,7 @@ struct TileSm90 {
     // FP8: the producer's V transposes issue up to this many ldmatrix loads (four registers
     // each) before their stores; two where the producer's registers hold more besides
     // (persistent tiles' loop, D=256, 256-key tiles), which spilled a few words at four.
-    static constexpr int kTransposeBatch = kLeanProducer || kPersistent || kHeadDim == 256 || kBlockN > 128 ? 2 : 4;
+    static constexpr int kTransposeBatch = (kLeanProducer && !kRows8) || kPersistent || kHeadDim == 256 || kBlockN > 128 ? 2 : 4;
     // FP8 with three stages or more: the tiles between a V tile's load and its transpose
     // (produceTiles), below kStages (the raw stage of tile i frees in an earlier round than V of
     // tile i + kStages loads into it). Three in the deep skip-softmax tiles: a run of skipped
