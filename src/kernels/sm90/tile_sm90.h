@@ -113,32 +113,43 @@ struct TileSm90 {
     static constexpr int kLaunchRegs = (kLaunchRegsMax > 255 ? 255 : kLaunchRegsMax) / 8 * 8;
     // The producer's share: 40 (16-bit, two consumer warpgroups: consumers 232); 24 at D=256,
     // whose O holds 128 registers a thread (consumers 240). FP8: the producer also transposes V
-    // (56; consumers 224), and P takes half the registers of 16-bit P (O + S + P: 168 at D=256).
-    // One consumer warpgroup: at D=64 32 (consumer 128: O 32, S 32 and P 16; at four CTAs an SM
-    // the consumer spilled), FP8 56 (104: P 8); at D=128 (paged KV) 40 (216), where the split-KV
-    // combine in the kernel made the producer spill at 32 (the consumer's O 64, S 32 and P 16
-    // leave room). Persistent (16-bit): the producer walks its tiles in a loop that spills at
-    // 40: 48 (consumers 224). Three consumer warpgroups: 32 (160: D=64 O 32, S 64 and P 32); FP8
-    // keeps the producer's 56 for its V transposes (152). 72-byte rows (kRows8): the producer's
-    // gathers and K zeroing take 72 (216).
+    // (56; consumers 224; 40 in some tiles, kLeanProducer), and P takes half the registers of
+    // 16-bit P (O + S + P: 168 at D=256). One consumer warpgroup: at D=64 32 (consumer 128: O 32,
+    // S 32 and P 16; at four CTAs an SM the consumer spilled), FP8 40 (120: P 8; kLeanProducer);
+    // at D=128 (paged KV) 40 (216), where the split-KV combine in the kernel made the producer
+    // spill at 32 (the consumer's O 64, S 32 and P 16 leave room). Persistent (16-bit): the
+    // producer walks its tiles in a loop that spills at 40: 48 (consumers 224). Three consumer
+    // warpgroups: 32 (160: D=64 O 32, S 64 and P 32); FP8 keeps the producer's 56 for its V
+    // transposes (152). 72-byte rows (kRows8): the producer's gathers and K zeroing take 72 (216).
     static constexpr bool kOneWgPaged = kNConsumerWarpGroups == 1 && kHeadDim == 128;
-    // kLeanProducer (FMHA_SM90_FP8_LEAN_PRODUCER=1, for measurement): the FP8 tiles whose
-    // consumers spill under the producer's 56 (the D=128 skip tiles, D=64's 256-key and
-    // one-warpgroup tiles, D=256) give the producer 40 and its V transposes batches of two
-    // (kTransposeBatch), the consumers 8 registers more (232; one warpgroup 16 more, 120); the
-    // 72-byte-row tiles (kRows8, not persistent) give it 56 instead of 72 (consumers 224).
-    // ptxas's spill stores: D=128 skip 104 -> 40 bytes (paged 68 -> 44), 256-key 272 -> 28 (paged
-    // 272 -> 48), D=256 52 -> 28 (skip 108 -> 8, paged skip 112 -> 20; paged dense 52 -> 56),
-    // one warpgroup 20 -> 0, 72-byte rows 96 -> 32 (paged 96 -> 44, skip 152 -> 84, paged skip
-    // 132 -> 92); no more than a few words in any producer (at 32, and the persistent 72-byte-row
-    // tiles at 56, the producers spill).
+    // kLeanProducer: FP8 tiles whose consumers spill under the producer's 56 registers and ran
+    // faster with fewer: the producer takes 40 and its V transposes batches of two
+    // (kTransposeBatch), the consumers 8 registers more (232; one warpgroup 120 instead of 104). By
+    // default D=64's one-warpgroup and 256-key tiles and D=256 over contiguous KV, dense (ptxas's
+    // spill stores 20 -> 0, 272 -> 28 (paged 272 -> 48) and 52 -> 28 bytes); against 56 on an H100
+    // (bench/results/2026-12-07_754c5c6_fp8-lean-producer_c76-c81.txt, two or three rounds): one
+    // warpgroup ViT S=512 +5.1%, 1024 +6.1%, causal 512 +4.4%, 2048 +0.8%; 256-key tiles over pages
+    // (16 and 64 queries on 8k keys) +2.4% and +3.0%, forced over contiguous KV +1.6% at 4k and
+    // 16k; D=256 ViT and causal S=512 +1.1% and +2.2%, 4k and 16k 0% to +0.9%. Not by default,
+    // though their spills fall too: D=256 over pages (2 x 8k causal 8% slower, 64-query chunks
+    // 15%), the D=128 skip tiles (104 -> 40 bytes: 0.2-0.7% faster with nothing skipped, 3-4%
+    // slower where 74-93% of the tiles are skipped, 5-7% over pages at 72-88%) and the 72-byte-row
+    // tiles at 56 instead of 72 (96 -> 32: ViT 4k +1.8%, causal 16k -8.5%, over pages -2.1%). The
+    // persistent tiles' producers spill at 40 (and the 72-byte rows' at 56).
+    // FMHA_SM90_FP8_LEAN_PRODUCER=0 keeps 56 (72) in every tile, =1 takes 40 (56) in all of those
+    // named (measurement).
 #ifndef FMHA_SM90_FP8_LEAN_PRODUCER
-#define FMHA_SM90_FP8_LEAN_PRODUCER 0
+#define FMHA_SM90_FP8_LEAN_PRODUCER -1
 #endif
-    static constexpr bool kLeanProducer =
-        FMHA_SM90_FP8_LEAN_PRODUCER != 0 && kFp8 && !kPersistent &&
+    static constexpr bool kLeanByRule = kFp8 && !kPersistent && !kRows8 && !kSkip_ &&
+                                        (kShape == TileShape::kOneWarpGroup || kShape == TileShape::kWideKeys ||
+                                         (kHeadDim == 256 && kStridedKv_));
+    static constexpr bool kLeanEverywhere =
+        kFp8 && !kPersistent &&
         (kRows8 || kDeepSkipFp8 || kShape == TileShape::kWideKeys || kShape == TileShape::kOneWarpGroup ||
          kHeadDim == 256);
+    static constexpr bool kLeanProducer =
+        FMHA_SM90_FP8_LEAN_PRODUCER < 0 ? kLeanByRule : FMHA_SM90_FP8_LEAN_PRODUCER != 0 && kLeanEverywhere;
     static constexpr int kProducerRegs = kRows8                      ? (kLeanProducer ? 56 : 72)
                                          : kLeanProducer             ? 40
                                          : kFp8                      ? 56
@@ -150,7 +161,8 @@ struct TileSm90 {
     // FP8: the producer's V transposes issue up to this many ldmatrix loads (four registers
     // each) before their stores; two where the producer's registers hold more besides
     // (persistent tiles' loop, D=256, 256-key tiles), which spilled a few words at four.
-    static constexpr int kTransposeBatch = (kLeanProducer && !kRows8) || kPersistent || kHeadDim == 256 || kBlockN > 128 ? 2 : 4;
+    static constexpr int kTransposeBatch =
+        (kLeanProducer && !kRows8) || kPersistent || kHeadDim == 256 || kBlockN > 128 ? 2 : 4;
     // FP8 with three stages or more: the tiles between a V tile's load and its transpose
     // (produceTiles), below kStages (the raw stage of tile i frees in an earlier round than V of
     // tile i + kStages loads into it). Three in the deep skip-softmax tiles: a run of skipped
