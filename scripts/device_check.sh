@@ -87,6 +87,17 @@ pack() {
   done
   tar czf "$out/logs.tgz" -C "$logdir" .
 }
+# unpackFa3: the fa3-fwd wheel at FA3_WHEEL unpacked into $fa3, once an invocation; fails
+# (and leaves $fa3 empty) where there is no wheel.
+fa3=""
+unpackFa3() {
+  [ -n "$fa3" ] && return 0
+  local wheel
+  wheel=$(ls ${FA3_WHEEL:-devbin/whl/fa3_fwd-0.0.3-*.whl} 2>/dev/null | head -1)
+  [ -n "$wheel" ] || return 1
+  fa3=$(mktemp -d)
+  python3 -m zipfile -e "$wheel" "$fa3"
+}
 for what in "$@"; do
   pack
   case $what in
@@ -201,10 +212,7 @@ for what in "$@"; do
     decode)
       step "decode sweep (paged decode steps, automatic split-KV)"
       t "$bin/fmha" bench --decode $launches --commit "$commit" --json "$out/decode_ours.json" | tee "$out/decode.log" || status=1
-      wheel=$(ls ${FA3_WHEEL:-devbin/whl/fa3_fwd-0.0.3-*.whl} 2>/dev/null | head -1)
-      if [ -n "$wheel" ]; then
-        fa3=$(mktemp -d)
-        python3 -m zipfile -e "$wheel" "$fa3"
+      if unpackFa3; then
         t python3 bench/decode_peers.py "$fa3" "$out/decode_ours.json" "$out/decode.json" --md "$out/decode.md" \
           $rounds 2>&1 | tee -a "$out/decode.log" || status=1
       else
@@ -239,12 +247,9 @@ for what in "$@"; do
       # FA3_SPLIT_ROWS (default 1 3 4 6: 1 x 128k, 8 x 32k, 32 x 8k, 1 x 32k): the most the peer's
       # kernel reaches on each, beside what its heuristic picks.
       step "FA3 decode at forced num_splits"
-      wheel=$(ls ${FA3_WHEEL:-devbin/whl/fa3_fwd-0.0.3-*.whl} 2>/dev/null | head -1)
-      if [ -z "$wheel" ]; then
+      if ! unpackFa3; then
         echo "no fa3-fwd wheel at ${FA3_WHEEL:-devbin/whl}"; status=1
       else
-        fa3=$(mktemp -d)
-        python3 -m zipfile -e "$wheel" "$fa3"
         # The rows' shapes: the decode step's table where it ran before in this $OUT, else a sweep of ours.
         rowsJson=$(mktemp --suffix .json)
         if [ -f "$out/decode.json" ]; then
@@ -270,10 +275,7 @@ for what in "$@"; do
       for r in ${NCU_DECODE_ROWS:-3 4 6}; do
         t ncu $sections -k regex:fwd --launch-skip 2 --launch-count 1 --import-source no \
           "$bin/fmha" bench --decode --row "$r" --iters 3 > "$out/ncu_decode_$r.log" 2>&1 || status=1
-        wheel=$(ls ${FA3_WHEEL:-devbin/whl/fa3_fwd-0.0.3-*.whl} 2>/dev/null | head -1)
-        if [ -n "$wheel" ]; then
-          fa3=$(mktemp -d)
-          python3 -m zipfile -e "$wheel" "$fa3"
+        if unpackFa3; then
           t "$bin/fmha" bench --decode --row "$r" --iters 3 --json "$out/ncu_row_$r.json" > /dev/null 2>&1
           for peer in fa3 cudnn; do
             t ncu $sections --kernel-name-base demangled -k regex:"${NCU_PEER_KERNEL:-flash|cudnn|sdpa}" --launch-skip 2 \
@@ -311,10 +313,7 @@ for what in "$@"; do
         t python3 bench/compare_sdpa.py "$tdir/ours_$dt.json" "$tdir/sdpa_$dt.json" --md "$tdir/sdpa_$dt.md" \
           >> "$tdir/bench_$dt.log" 2>&1 || status=1
       done
-      wheel=$(ls ${FA3_WHEEL:-devbin/whl/fa3_fwd-0.0.3-*.whl} 2>/dev/null | head -1)
-      if [ -n "$wheel" ] && [ -f "${FA3_PEERS:-devbin/peers_fa3.py}" ]; then
-        fa3=$(mktemp -d)
-        python3 -m zipfile -e "$wheel" "$fa3"
+      if [ -f "${FA3_PEERS:-devbin/peers_fa3.py}" ] && unpackFa3; then
         t python3 "${FA3_PEERS:-devbin/peers_fa3.py}" "$fa3" "$tdir/sdpa_fp16.json" "$tdir/tables_fp16.json" \
           >> "$tdir/bench_fp16.log" 2>&1 || status=1
       else
